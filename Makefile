@@ -1,0 +1,156 @@
+# collectd-ebpf. `make help` lists the targets.
+#
+# Objects, skeletons and test binaries go to $(BUILD); nothing reads the
+# build host's kernel BTF (packages are built in chroots): the BPF side is
+# compiled against the checked-in bpf/vmlinux/$(ARCH)/vmlinux.h.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+
+ARCH      ?= $(shell uname -m)
+BUILD     ?= build
+PREFIX    ?= /usr
+LIBDIR    ?= $(PREFIX)/lib
+PLUGINDIR ?= $(LIBDIR)/collectd
+SYSCONFDIR ?= /etc
+CONFDIR   ?= $(SYSCONFDIR)/collectd/collectd.conf.d
+DESTDIR   ?=
+
+CC        ?= cc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+COLLECTD  ?= /usr/sbin/collectd
+
+BPF_ARCH_x86_64  := x86
+BPF_ARCH_aarch64 := arm64
+BPF_ARCH := $(or $(BPF_ARCH_$(ARCH)),$(ARCH))
+
+CFLAGS    ?= -O2 -g
+WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
+PLUGIN_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) -MMD -MP \
+	-DHAVE_CONFIG_H -I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf
+PLUGIN_LDLIBS := -lbpf -lelf -lz -lm
+BPF_CFLAGS := -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) \
+	-Ibpf -Ibpf/vmlinux/$(ARCH) -MMD -MP
+
+ifeq ($(V),1)
+Q :=
+msg := @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+BPF_OBJS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
+PLUGIN_SRCS := $(wildcard plugin/*.c)
+PLUGIN_OBJS := $(PLUGIN_SRCS:plugin/%.c=$(BUILD)/plugin/%.o)
+PLUGIN_SO   := $(BUILD)/ebpf.so
+UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
+UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELPERS := $(BUILD)/tests/loader_check
+
+.PHONY: all help deps run check unit integration install uninstall clean vmlinux
+
+all: $(PLUGIN_SO)
+
+help:
+	@echo "make            build $(PLUGIN_SO)"
+	@echo "make run        build, install missing Debian packages, run collectd in the foreground (RUN_SECONDS=N to stop)"
+	@echo "make check      the whole test suite (unit tests, then integration tests as root)"
+	@echo "make deps       install the Debian packages that are missing"
+	@echo "make install    install into DESTDIR/PREFIX (plugin) and SYSCONFDIR (snippet)"
+	@echo "make vmlinux    regenerate bpf/vmlinux/\$$ARCH/vmlinux.h from VMLINUX_BTF"
+	@echo "V=1             show full commands"
+
+# ------------------------------------------------------------------ BPF side
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# ------------------------------------------------------------- plugin side
+# A loader that includes a skeleton needs it first: the skeleton is a real
+# prerequisite of the object built from the file of the same feature name.
+$(BUILD)/plugin/%.o: plugin/%.c | $(BUILD)/plugin
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(PLUGIN_CFLAGS) -c $< -o $@
+
+$(foreach s,$(BPF_SRCS:bpf/%.bpf.c=%),$(eval $(BUILD)/plugin/$(s).o: $(BUILD)/bpf/$(s).skel.h))
+$(BUILD)/plugin/loader.o: $(BUILD)/bpf/probe.skel.h
+
+$(PLUGIN_SO): $(PLUGIN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared \
+		-Wl,-z,relro -Wl,-z,now -o $@ $^ $(PLUGIN_LDLIBS)
+
+$(BUILD)/bpf $(BUILD)/plugin $(BUILD)/tests:
+	$(Q)mkdir -p $@
+
+# ------------------------------------------------------------------- tests
+# A unit test #includes the source under test and links the collectd mock.
+UNIT_CFLAGS := -std=gnu11 -O1 -g $(WARN) -MMD -MP -DHAVE_CONFIG_H \
+	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
+$(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+
+$(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
+		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
+		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o -o $@ -lbpf -lelf -lz -lm
+
+unit: $(UNIT_BINS)
+	$(Q)tests/run --unit-only
+
+check: deps $(PLUGIN_SO) $(UNIT_BINS) $(TEST_HELPERS)
+	$(Q)tests/run
+
+# ------------------------------------------------------------------ running
+RUN_DIR     ?= $(CURDIR)/run
+RUN_SECONDS ?= 0
+run: deps $(PLUGIN_SO)
+	$(Q)tests/run-collectd "$(RUN_DIR)" "$(RUN_SECONDS)" "$(CURDIR)/$(PLUGIN_SO)"
+
+# ------------------------------------------------------------- dependencies
+# Debian packages the build, `make run` and `make check` need.
+DEB_PKGS := make gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev \
+	zlib1g-dev pkg-config collectd-core collectd-dev collectd-utils librrd8 \
+	rrdtool iproute2 procps python3 util-linux
+deps:
+	$(Q)missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "  DEPS     installing:" $$missing; \
+		if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install:" $$missing >&2; exit 1; fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+# ------------------------------------------------------------------ install
+install: $(PLUGIN_SO)
+	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(CONFDIR)
+	install -m 0644 $(PLUGIN_SO) $(DESTDIR)$(PLUGINDIR)/ebpf.so
+	install -m 0644 collectd.conf.d/ebpf.conf $(DESTDIR)$(CONFDIR)/ebpf.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(PLUGINDIR)/ebpf.so $(DESTDIR)$(CONFDIR)/ebpf.conf
+
+# The checked-in vmlinux.h: regenerate it from a kernel's BTF, e.g.
+#   make vmlinux VMLINUX_BTF=/sys/kernel/btf/vmlinux
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+vmlinux:
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > bpf/vmlinux/$(ARCH)/vmlinux.h.tmp
+	mv bpf/vmlinux/$(ARCH)/vmlinux.h.tmp bpf/vmlinux/$(ARCH)/vmlinux.h
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/plugin/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)

@@ -1,0 +1,12 @@
+/* The only place that includes collectd's headers. The plugin uses a small
+ * part of the 5.x plugin ABI: plugin_register_{complex_config,init,read,
+ * shutdown}, plugin_dispatch_values, plugin_log, plugin_get_interval and the
+ * oconfig_item_t / value_list_t structures. Keep it that way: it is what a
+ * package built without collectd's headers has to reproduce. */
+#ifndef EBPF_COLLECTD_API_H
+#define EBPF_COLLECTD_API_H
+
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+
+#endif

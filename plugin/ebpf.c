@@ -1,0 +1,187 @@
+/* collectd-ebpf: the collectd side. One <Plugin ebpf> block holds global
+ * settings and one block per feature; each feature runs on or is disabled
+ * on its own, so one missing kernel capability never takes the others down. */
+#include "ebpf.h"
+#include "loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ebpf_global ebpf_global;
+
+static const struct ebpf_feature *const features[] = {
+    &feature_pressure,
+};
+#define NFEATURES (sizeof(features) / sizeof(features[0]))
+
+static bool configured[NFEATURES]; /* the block is in the config */
+static bool running[NFEATURES];    /* init succeeded */
+static int config_errors;          /* init fails when > 0 */
+static int stats_fd = -1;          /* bpf_enable_stats() */
+
+static int config_global(const oconfig_item_t *ci) {
+  static bool seen_attach, seen_stats, seen_btf;
+  if (strcasecmp(ci->key, "AttachMode") == 0) {
+    char *s = NULL;
+    if (cfg_once(ci, &seen_attach) || cfg_string(ci, &s))
+      return -1;
+    static const char *const names[] = {"auto", "fentry", "tracepoint",
+                                        "kprobe"};
+    int found = -1;
+    for (int i = 0; i < 4; i++)
+      if (strcasecmp(s, names[i]) == 0)
+        found = i;
+    if (found < 0) {
+      E_ERROR("invalid value \"%s\" for option \"AttachMode\": expected "
+              "auto, fentry, tracepoint or kprobe.",
+              s);
+      free(s);
+      return -1;
+    }
+    free(s);
+    ebpf_global.attach_mode = (enum attach_mode)found;
+    return 0;
+  }
+  if (strcasecmp(ci->key, "BPFStats") == 0)
+    return cfg_once(ci, &seen_stats) ? -1 : cfg_bool(ci, &ebpf_global.bpf_stats);
+  if (strcasecmp(ci->key, "BTFPath") == 0)
+    return cfg_once(ci, &seen_btf) ? -1 : cfg_string(ci, &ebpf_global.btf_path);
+  return 1; /* not a global key */
+}
+
+static int ebpf_config(oconfig_item_t *ci) {
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    int st = config_global(c);
+    if (st < 0) {
+      config_errors++;
+      continue;
+    }
+    if (st == 0)
+      continue;
+    size_t f;
+    for (f = 0; f < NFEATURES; f++)
+      if (strcasecmp(c->key, features[f]->block) == 0)
+        break;
+    if (f == NFEATURES) {
+      cfg_unknown(c, "Plugin ebpf");
+      config_errors++;
+      continue;
+    }
+    if (c->values_num != 0) {
+      E_ERROR("block <%s> takes no argument.", c->key);
+      config_errors++;
+      continue;
+    }
+    if (configured[f]) {
+      E_ERROR("block <%s> given more than once.", c->key);
+      config_errors++;
+      continue;
+    }
+    configured[f] = true;
+    if (features[f]->config(c) != 0)
+      config_errors++;
+  }
+  /* Returning an error here would stop collectd from starting at all and
+   * take every other plugin down with us; failing init disables only this
+   * plugin and still makes `collectd -T` exit non-zero. */
+  return 0;
+}
+
+static int ebpf_init(void) {
+  if (config_errors) {
+    E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
+            config_errors, config_errors == 1 ? "" : "s");
+    return -1;
+  }
+  loader_log_install();
+
+  if (ebpf_global.bpf_stats) {
+    stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    if (stats_fd < 0)
+      E_WARNING("BPFStats: cannot enable kernel BPF run-time statistics: %s",
+                ERRSTR(errno));
+    else
+      E_INFO("BPFStats: kernel BPF run-time statistics enabled (this adds a "
+             "little cost to every BPF program on the host while collectd "
+             "runs).");
+  }
+
+  int nrunning = 0, nconfigured = 0;
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (!configured[f])
+      continue;
+    nconfigured++;
+    int st = features[f]->init();
+    running[f] = st == 0;
+    if (running[f])
+      nrunning++;
+  }
+  if (nconfigured == 0)
+    E_NOTICE("no feature block (<Pressure>, <Netstacklat>, <WindowClamp>) "
+             "is configured: nothing to report.");
+  else if (nrunning == 0)
+    E_WARNING("none of the configured features could start (see above).");
+  return 0;
+}
+
+/* Self-monitoring: the kernel's run count and run time of each program. */
+static void read_bpf_stats(struct bpf_object *obj) {
+  struct bpf_program *p;
+  bpf_object__for_each_program(p, obj) {
+    int fd = bpf_program__fd(p);
+    if (fd < 0)
+      continue;
+    struct bpf_prog_info info;
+    __u32 len = sizeof(info);
+    memset(&info, 0, sizeof(info));
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+      continue;
+    const char *name = bpf_program__name(p);
+    submit_derive("ebpf", name, "derive", "run_count",
+                  (int64_t)info.run_cnt);
+    submit_derive("ebpf", name, "derive", "run_time_ns",
+                  (int64_t)info.run_time_ns);
+  }
+}
+
+static int ebpf_read(void) {
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (!running[f])
+      continue;
+    features[f]->read();
+    if (stats_fd >= 0 && features[f]->bpf_object) {
+      struct bpf_object *obj = features[f]->bpf_object();
+      if (obj)
+        read_bpf_stats(obj);
+    }
+  }
+  return 0;
+}
+
+static int ebpf_shutdown(void) {
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (running[f])
+      features[f]->shutdown();
+    running[f] = false;
+  }
+  if (stats_fd >= 0)
+    close(stats_fd);
+  stats_fd = -1;
+  loader_log_restore();
+  cgroup2_reset();
+  free(ebpf_global.btf_path);
+  ebpf_global.btf_path = NULL;
+  return 0;
+}
+
+__attribute__((visibility("default"))) void module_register(void) {
+  plugin_register_complex_config(PLUGIN_NAME, ebpf_config);
+  plugin_register_init(PLUGIN_NAME, ebpf_init);
+  plugin_register_read(PLUGIN_NAME, ebpf_read);
+  plugin_register_shutdown(PLUGIN_NAME, ebpf_shutdown);
+}

@@ -1,0 +1,100 @@
+/* Shared declarations of the ebpf collectd plugin: features, config helpers,
+ * dispatch helpers and logging. */
+#ifndef EBPF_H
+#define EBPF_H
+
+#include "collectd_api.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLUGIN_NAME "ebpf"
+#define LOG_PREFIX "ebpf plugin: "
+
+#define E_ERROR(...) ERROR(LOG_PREFIX __VA_ARGS__)
+#define E_WARNING(...) WARNING(LOG_PREFIX __VA_ARGS__)
+#define E_NOTICE(...) NOTICE(LOG_PREFIX __VA_ARGS__)
+#define E_INFO(...) INFO(LOG_PREFIX __VA_ARGS__)
+
+/* strerror that is thread safe and never returns NULL. */
+const char *ebpf_strerror(int err, char *buf, size_t len);
+#define ERRSTR(e) ebpf_strerror((e), (char[128]){0}, 128)
+
+/* ---- attach modes (AttachMode) ---- */
+enum attach_mode {
+  ATTACH_AUTO = 0,
+  ATTACH_FENTRY,
+  ATTACH_TRACEPOINT,
+  ATTACH_KPROBE,
+};
+
+/* Settings of the <Plugin ebpf> block that every feature may read. */
+struct ebpf_global {
+  enum attach_mode attach_mode;
+  bool bpf_stats;
+  char *btf_path; /* NULL: the running kernel's /sys/kernel/btf/vmlinux */
+};
+extern struct ebpf_global ebpf_global;
+
+/* ---- features ---- */
+struct ebpf_feature {
+  const char *block; /* config block name, e.g. "Pressure" */
+  const char *name;  /* metric "plugin" field, e.g. "pressure" */
+  /* Parse the block. Returns 0 or -1 (after logging an ERROR). */
+  int (*config)(const oconfig_item_t *ci);
+  /* Start. Returns 0 when running; a negative errno when the feature cannot
+   * run on this host (it has already said why with one WARNING). */
+  int (*init)(void);
+  int (*read)(void);
+  void (*shutdown)(void);
+  /* Programs of this feature's loaded BPF object, for self-monitoring; may
+   * be NULL. */
+  struct bpf_object *(*bpf_object)(void);
+};
+
+extern const struct ebpf_feature feature_pressure;
+extern const struct ebpf_feature feature_netstacklat;
+extern const struct ebpf_feature feature_tcp_window;
+
+/* ---- config helpers: each logs an ERROR naming the key and value ---- */
+int cfg_bool(const oconfig_item_t *ci, bool *out);
+/* A single string value; *out is replaced (freed first). */
+int cfg_string(const oconfig_item_t *ci, char **out);
+/* One or more string values, appended to *list (NULL-terminated array). */
+int cfg_strings_append(const oconfig_item_t *ci, char ***list, size_t *n);
+/* A number that must be an integer in [min, max]. */
+int cfg_int_range(const oconfig_item_t *ci, long long min, long long max,
+                  long long *out);
+/* A positive number of seconds (fractions allowed) in [min, max]. */
+int cfg_seconds(const oconfig_item_t *ci, double min, double max,
+                double *out);
+/* ERROR for a key that the block does not know. Always returns -1. */
+int cfg_unknown(const oconfig_item_t *ci, const char *block);
+/* Refuse a key given twice in one block; `seen` is the caller's flag. */
+int cfg_once(const oconfig_item_t *ci, bool *seen);
+void cfg_free_list(char **list);
+/* Render the values of ci as text (for messages). */
+const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len);
+
+/* ---- dispatch helpers ---- */
+void submit_gauge(const char *plugin, const char *plugin_instance,
+                  const char *type, const char *type_instance, double v);
+void submit_derive(const char *plugin, const char *plugin_instance,
+                   const char *type, const char *type_instance, int64_t v);
+
+/* ---- names: metric rule 3 of metrics.md ---- */
+/* Turn a cgroup path below the cgroup2 root ("system.slice/foo.service")
+ * into an instance part: lower case, '/' and every character outside
+ * [a-z0-9_.] become '_' (so the only '-' left is the one we add as a
+ * separator). Returns 0, or -ENAMETOOLONG when it does not fit. */
+int instance_from_path(const char *path, char *out, size_t len);
+
+/* ---- cgroup2 ---- */
+/* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo; NULL
+ * when there is none. The string is owned by the plugin. */
+const char *cgroup2_root(void);
+void cgroup2_reset(void);
+
+#endif

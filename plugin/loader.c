@@ -1,0 +1,448 @@
+/* Run-time choice of attach flavour per hook; see loader.h. */
+#include "loader.h"
+
+#include "probe.skel.h"
+
+#include <bpf/btf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *flavour_name(enum flavour f) {
+  switch (f) {
+  case FLAVOUR_FENTRY:
+    return "fentry";
+  case FLAVOUR_TP:
+    return "tracepoint";
+  case FLAVOUR_KPROBE:
+    return "kprobe";
+  default:
+    return "?";
+  }
+}
+
+/* ------------------------------------------------------------ libbpf log */
+
+static libbpf_print_fn_t prev_print;
+static bool log_installed;
+static int log_quiet;          /* > 0 while probing: libbpf noise is DEBUG */
+static char log_blame[64];     /* last program libbpf failed to load */
+
+static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
+                              va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  size_t n = strlen(msg);
+  while (n && msg[n - 1] == '\n')
+    msg[--n] = 0;
+  if (n == 0)
+    return 0;
+
+  /* "libbpf: prog 'NAME': failed to load: -13" names the culprit. */
+  const char *p = strstr(msg, "prog '");
+  if (p && strstr(msg, "failed to load")) {
+    p += 6;
+    const char *e = strchr(p, '\'');
+    if (e && (size_t)(e - p) < sizeof(log_blame)) {
+      memcpy(log_blame, p, (size_t)(e - p));
+      log_blame[e - p] = 0;
+    }
+  }
+
+  int sev = LOG_DEBUG;
+  if (!log_quiet) {
+    if (level == LIBBPF_WARN)
+      sev = LOG_WARNING;
+    else if (level == LIBBPF_INFO)
+      sev = LOG_INFO;
+  }
+  plugin_log(sev, LOG_PREFIX "libbpf: %s", msg);
+  return (int)n;
+}
+
+void loader_log_install(void) {
+  if (log_installed)
+    return;
+  prev_print = libbpf_set_print(libbpf_to_collectd);
+  log_installed = true;
+}
+
+void loader_log_restore(void) {
+  if (!log_installed)
+    return;
+  libbpf_set_print(prev_print);
+  log_installed = false;
+}
+
+/* ------------------------------------------------------- section parsing */
+
+int section_flavour(const char *sec, const char **target, bool *ret) {
+  static const struct {
+    const char *prefix;
+    enum flavour f;
+    bool ret;
+  } map[] = {
+      {"fentry/", FLAVOUR_FENTRY, false},
+      {"fexit/", FLAVOUR_FENTRY, true},
+      {"tp_btf/", FLAVOUR_TP, false},
+      {"raw_tp/", FLAVOUR_TP, false},
+      {"raw_tracepoint/", FLAVOUR_TP, false},
+      {"kprobe/", FLAVOUR_KPROBE, false},
+      {"kretprobe/", FLAVOUR_KPROBE, true},
+  };
+  if (!sec)
+    return -1;
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+    size_t n = strlen(map[i].prefix);
+    if (strncmp(sec, map[i].prefix, n) == 0 && sec[n]) {
+      if (target)
+        *target = sec + n;
+      if (ret)
+        *ret = map[i].ret;
+      return (int)map[i].f;
+    }
+  }
+  return -1;
+}
+
+/* ---------------------------------------------------------------- probes */
+
+/* One probe result per (section kind, target), for the lifetime of one
+ * loader_run() call: hooks share targets. */
+struct probe_result {
+  char sec[96];
+  int err; /* 0: loads and attaches */
+  char why[128];
+};
+static struct probe_result *probes;
+static size_t nprobes;
+static struct btf *vmlinux_btf;
+static bool vmlinux_btf_tried;
+
+static const struct btf *kernel_btf(void) {
+  if (!vmlinux_btf_tried) {
+    vmlinux_btf_tried = true;
+    vmlinux_btf = btf__load_vmlinux_btf();
+    if (!vmlinux_btf)
+      vmlinux_btf = NULL;
+  }
+  return vmlinux_btf;
+}
+
+static void probes_reset(void) {
+  free(probes);
+  probes = NULL;
+  nprobes = 0;
+  btf__free(vmlinux_btf);
+  vmlinux_btf = NULL;
+  vmlinux_btf_tried = false;
+}
+
+static int probe_attach(const char *sec, char *why, size_t whylen) {
+  const char *target = NULL;
+  bool ret = false;
+  int f = section_flavour(sec, &target, &ret);
+  bool raw = strncmp(sec, "raw_tp", 6) == 0;
+
+  /* Cheap, precise reasons first: is the target in the kernel's BTF? */
+  if (f == FLAVOUR_FENTRY || (f == FLAVOUR_TP && !raw)) {
+    const struct btf *btf = kernel_btf();
+    if (!btf) {
+      snprintf(why, whylen, "kernel BTF not available");
+      return -ENOENT;
+    }
+    char name[128];
+    int kind = BTF_KIND_FUNC;
+    if (f == FLAVOUR_TP) {
+      snprintf(name, sizeof(name), "btf_trace_%s", target);
+      kind = BTF_KIND_TYPEDEF;
+    } else {
+      snprintf(name, sizeof(name), "%s", target);
+    }
+    if (btf__find_by_name_kind(btf, name, kind) < 0) {
+      snprintf(why, whylen, "the kernel has no %s %s", f == FLAVOUR_TP ?
+               "tracepoint" : "BTF function", target);
+      return -ENOENT;
+    }
+  }
+
+  struct probe_bpf *skel = probe_bpf__open();
+  if (!skel) {
+    int err = -errno;
+    snprintf(why, whylen, "cannot open probe object: %s", ERRSTR(err));
+    return err;
+  }
+  struct bpf_program *progs[] = {skel->progs.probe_fentry,
+                                 skel->progs.probe_fexit,
+                                 skel->progs.probe_tp_btf,
+                                 skel->progs.probe_raw_tp,
+                                 skel->progs.probe_kprobe};
+  struct bpf_program *use;
+  if (f == FLAVOUR_FENTRY)
+    use = ret ? skel->progs.probe_fexit : skel->progs.probe_fentry;
+  else if (f == FLAVOUR_TP)
+    use = raw ? skel->progs.probe_raw_tp : skel->progs.probe_tp_btf;
+  else
+    use = skel->progs.probe_kprobe;
+  for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+    bpf_program__set_autoload(progs[i], progs[i] == use);
+
+  int err = 0;
+  if (f == FLAVOUR_FENTRY || (f == FLAVOUR_TP && !raw))
+    err = bpf_program__set_attach_target(use, 0, target);
+  if (!err)
+    err = probe_bpf__load(skel);
+  if (err) {
+    err = err < 0 ? err : -errno;
+    snprintf(why, whylen, "%s program does not load: %s",
+             f == FLAVOUR_FENTRY ? (ret ? "fexit" : "fentry")
+             : f == FLAVOUR_TP   ? (raw ? "raw_tp" : "tp_btf")
+                                 : "kprobe",
+             ERRSTR(err));
+    probe_bpf__destroy(skel);
+    return err;
+  }
+  struct bpf_link *link;
+  if (f == FLAVOUR_KPROBE)
+    link = bpf_program__attach_kprobe(use, ret, target);
+  else if (raw)
+    link = bpf_program__attach_raw_tracepoint(use, target);
+  else
+    link = bpf_program__attach_trace(use);
+  if (!link) {
+    err = -errno;
+    snprintf(why, whylen, "cannot attach to %s: %s%s", target, ERRSTR(err),
+             f == FLAVOUR_KPROBE && err == -ENOENT
+                 ? " (kernel without CONFIG_KPROBES, or no such symbol)"
+                 : "");
+  }
+  bpf_link__destroy(link);
+  probe_bpf__destroy(skel);
+  return err;
+}
+
+static int probe_cached(const char *sec, const char **why) {
+  for (size_t i = 0; i < nprobes; i++)
+    if (strcmp(probes[i].sec, sec) == 0) {
+      *why = probes[i].why;
+      return probes[i].err;
+    }
+  struct probe_result *p = realloc(probes, (nprobes + 1) * sizeof(*p));
+  if (!p) {
+    *why = "out of memory";
+    return -ENOMEM;
+  }
+  probes = p;
+  p = &probes[nprobes++];
+  snprintf(p->sec, sizeof(p->sec), "%s", sec);
+  p->why[0] = 0;
+  log_quiet++;
+  p->err = probe_attach(sec, p->why, sizeof(p->why));
+  log_quiet--;
+  *why = p->why;
+  return p->err;
+}
+
+/* ------------------------------------------------------------ selection */
+
+static struct bpf_program *find_prog(struct bpf_object *obj,
+                                     const char *name) {
+  return bpf_object__find_program_by_name(obj, name);
+}
+
+static int prog_flavour(struct bpf_program *p) {
+  return section_flavour(bpf_program__section_name(p), NULL, NULL);
+}
+
+static bool mode_allows(enum flavour f) {
+  switch (ebpf_global.attach_mode) {
+  case ATTACH_AUTO:
+    return true;
+  case ATTACH_FENTRY:
+    return f == FLAVOUR_FENTRY;
+  case ATTACH_TRACEPOINT:
+    return f == FLAVOUR_TP;
+  case ATTACH_KPROBE:
+    return f == FLAVOUR_KPROBE;
+  }
+  return false;
+}
+
+/* Choose a flavour for one hook and set autoload on its programs. */
+static void choose(struct bpf_object *obj, struct hook_state *h) {
+  const struct hook_def *d = h->def;
+  h->flavour = -1;
+  for (int f = 0; f < FLAVOUR_COUNT && h->wanted; f++) {
+    if (h->failed[f])
+      continue;
+    if (!mode_allows((enum flavour)f)) {
+      h->failed[f] = true;
+      snprintf(h->why[f], sizeof(h->why[f]), "not tried (AttachMode)");
+      continue;
+    }
+    int have = 0, ok = 0;
+    for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
+      struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+      if (!p || prog_flavour(p) != f)
+        continue;
+      have++;
+      const char *why = NULL;
+      int err = probe_cached(bpf_program__section_name(p), &why);
+      if (err && !d->progs[i].optional) {
+        h->failed[f] = true;
+        snprintf(h->why[f], sizeof(h->why[f]), "%s (errno %d)", why, -err);
+        break;
+      }
+      if (!err)
+        ok++;
+    }
+    if (!have && !h->failed[f]) {
+      h->failed[f] = true;
+      snprintf(h->why[f], sizeof(h->why[f]), "no such flavour in this build");
+    }
+    if (!h->failed[f] && ok == 0) {
+      h->failed[f] = true;
+      snprintf(h->why[f], sizeof(h->why[f]), "none of its targets exist");
+    }
+    if (!h->failed[f]) {
+      h->flavour = f;
+      break;
+    }
+  }
+  /* Autoload exactly the chosen flavour's programs that can attach. */
+  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
+    struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+    if (!p)
+      continue;
+    bool on = h->flavour >= 0 && prog_flavour(p) == h->flavour;
+    if (on && d->progs[i].optional) {
+      const char *why;
+      on = probe_cached(bpf_program__section_name(p), &why) == 0;
+    }
+    bpf_program__set_autoload(p, on);
+  }
+}
+
+static struct hook_state *owner_of(struct hook_state *hooks, size_t n,
+                                   const char *prog) {
+  for (size_t i = 0; i < n; i++)
+    for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].prog; j++)
+      if (strcmp(hooks[i].def->progs[j].prog, prog) == 0)
+        return &hooks[i];
+  return NULL;
+}
+
+void loader_detach(struct hook_state *hooks, size_t nhooks) {
+  for (size_t i = 0; i < nhooks; i++) {
+    for (int j = 0; j < hooks[i].nlinks; j++)
+      bpf_link__destroy(hooks[i].links[j]);
+    hooks[i].nlinks = 0;
+  }
+}
+
+static int attach_hook(struct bpf_object *obj, struct hook_state *h) {
+  const struct hook_def *d = h->def;
+  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
+    struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+    if (!p || !bpf_program__autoload(p))
+      continue;
+    struct bpf_link *l = bpf_program__attach(p);
+    if (!l) {
+      int err = -errno;
+      h->failed[h->flavour] = true;
+      snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
+               "attaching %s failed: %s (errno %d)", d->progs[i].prog,
+               ERRSTR(err), -err);
+      return err;
+    }
+    h->links[h->nlinks++] = l;
+  }
+  return 0;
+}
+
+static void report(const char *feature, struct hook_state *h) {
+  char why[FLAVOUR_COUNT * 180] = "";
+  size_t off = 0;
+  for (int f = 0; f < FLAVOUR_COUNT; f++) {
+    if (!h->failed[f] || off >= sizeof(why))
+      continue;
+    off += (size_t)snprintf(why + off, sizeof(why) - off, "%s%s: %s",
+                            off ? "; " : "", flavour_name((enum flavour)f),
+                            h->why[f]);
+  }
+  if (!h->wanted)
+    return;
+  if (h->flavour >= 0)
+    E_INFO("%s: hook %s attached with the %s flavour%s%s%s", feature,
+           h->def->name, flavour_name((enum flavour)h->flavour),
+           off ? " (" : "", why, off ? ")" : "");
+  else
+    E_WARNING("%s: hook %s is unavailable on this kernel: %s", feature,
+              h->def->name, off ? why : "no flavour");
+}
+
+int loader_run(const char *feature, const struct loader_ops *ops,
+               struct hook_state *hooks, size_t nhooks) {
+  int result = 0;
+  for (size_t i = 0; i < nhooks; i++) {
+    memset(hooks[i].failed, 0, sizeof(hooks[i].failed));
+    hooks[i].flavour = -1;
+    hooks[i].nlinks = 0;
+  }
+
+  /* Each round strikes off at least one flavour of one hook, so this ends. */
+  for (int round = 0; round <= (int)nhooks * FLAVOUR_COUNT; round++) {
+    struct bpf_object *obj = ops->open(ops->ctx);
+    if (!obj) {
+      result = -errno ? -errno : -EINVAL;
+      E_WARNING("%s: cannot open the BPF object: %s", feature,
+                ERRSTR(result));
+      goto out;
+    }
+    for (size_t i = 0; i < nhooks; i++)
+      choose(obj, &hooks[i]);
+
+    log_blame[0] = 0;
+    int err = ops->load(ops->ctx);
+    if (err) {
+      err = err < 0 ? err : -errno;
+      struct hook_state *h = log_blame[0] ? owner_of(hooks, nhooks, log_blame)
+                                          : NULL;
+      if (!h || h->flavour < 0) {
+        E_WARNING("%s: loading the BPF object failed: %s", feature,
+                  ERRSTR(err));
+        ops->destroy(ops->ctx);
+        result = err;
+        for (size_t i = 0; i < nhooks; i++)
+          hooks[i].flavour = -1;
+        goto out;
+      }
+      h->failed[h->flavour] = true;
+      snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
+               "program %s rejected by the kernel: %s (errno %d)", log_blame,
+               ERRSTR(err), -err);
+      ops->destroy(ops->ctx);
+      continue;
+    }
+
+    bool again = false;
+    for (size_t i = 0; i < nhooks && !again; i++)
+      if (hooks[i].flavour >= 0 && attach_hook(obj, &hooks[i]) != 0)
+        again = true;
+    if (again) {
+      loader_detach(hooks, nhooks);
+      ops->destroy(ops->ctx);
+      continue;
+    }
+    for (size_t i = 0; i < nhooks; i++) {
+      report(feature, &hooks[i]);
+      if (hooks[i].flavour >= 0)
+        result++;
+    }
+    goto out;
+  }
+  result = -ELOOP;
+out:
+  probes_reset();
+  return result;
+}

@@ -1,0 +1,79 @@
+/* Per-hook choice of attach flavour at run time, so that one build runs on
+ * every kernel. A feature describes its hooks as lists of BPF programs; the
+ * flavour of a program and its target come from its ELF section name
+ * ("fentry/tcp_v4_rcv", "tp_btf/netif_receive_skb", "kprobe/udp_rcv"...).
+ *
+ * The feature calls loader_run() with callbacks that open (and configure),
+ * load and destroy its skeleton. For each wanted hook the loader tries the
+ * flavours in preference order (fentry/fexit, tracepoint, kprobe), or only
+ * the one AttachMode forces, probing each with an empty program on the same
+ * targets; the losers' programs get autoload off. If loading or attaching the
+ * real programs still fails, the flavour that failed is struck off and the
+ * cycle is repeated, so one bad hook never takes the others down. */
+#ifndef EBPF_LOADER_H
+#define EBPF_LOADER_H
+
+#include "ebpf.h"
+
+#include <bpf/libbpf.h>
+
+enum flavour {
+  FLAVOUR_FENTRY = 0, /* fentry/fexit */
+  FLAVOUR_TP,         /* tp_btf/raw_tp */
+  FLAVOUR_KPROBE,     /* kprobe/kretprobe */
+  FLAVOUR_COUNT,
+};
+const char *flavour_name(enum flavour f);
+
+struct hook_prog {
+  const char *prog; /* BPF program name */
+  /* An optional program may be left out (its target is missing, e.g. the
+   * IPv6 twin on a kernel without IPv6) without failing the flavour. */
+  bool optional;
+};
+
+#define HOOK_MAX_PROGS 12
+#define HOOK_MAX_LINKS HOOK_MAX_PROGS
+
+struct hook_def {
+  const char *name; /* hook name, as in metrics.md */
+  struct hook_prog progs[HOOK_MAX_PROGS];
+};
+
+struct hook_state {
+  const struct hook_def *def;
+  bool wanted;          /* set by the feature before loader_run() */
+  int flavour;          /* chosen flavour, -1 when unavailable */
+  bool failed[FLAVOUR_COUNT];
+  char why[FLAVOUR_COUNT][160]; /* why each flavour was refused */
+  struct bpf_link *links[HOOK_MAX_LINKS];
+  int nlinks;
+};
+
+struct loader_ops {
+  void *ctx;
+  /* Open the skeleton and set its rodata; return its bpf_object. */
+  struct bpf_object *(*open)(void *ctx);
+  int (*load)(void *ctx);
+  void (*destroy)(void *ctx);
+};
+
+/* Returns the number of hooks attached (>= 0), or a negative errno when the
+ * object could not be opened at all. On return every hook is either attached
+ * (flavour >= 0, links set; one INFO line said which flavour) or unavailable
+ * (flavour -1; one WARNING said why, with every flavour's reason). */
+int loader_run(const char *feature, const struct loader_ops *ops,
+               struct hook_state *hooks, size_t nhooks);
+
+/* Destroy every link of the hooks (the caller then destroys the skeleton). */
+void loader_detach(struct hook_state *hooks, size_t nhooks);
+
+/* Parse a section name into flavour and target; exposed for tests.
+ * Returns -1 when the section is not a hookable one. */
+int section_flavour(const char *sec, const char **target, bool *ret);
+
+/* libbpf output into collectd's log. */
+void loader_log_install(void);
+void loader_log_restore(void);
+
+#endif

@@ -1,0 +1,368 @@
+/* pressure: Linux PSI (pressure stall information) for the host and for
+ * cgroup v2 groups. Files are opened once and pread() every interval:
+ * PSI files are seq_files, and a pread at offset 0 re-renders them without
+ * the open/close (and path walk) of a fresh read. */
+#include "ebpf.h"
+#include "psi_parse.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FEATURE "pressure"
+
+enum { RES_CPU, RES_MEMORY, RES_IO, RES_IRQ, RES_COUNT };
+static const char *const res_name[RES_COUNT] = {"cpu", "memory", "io", "irq"};
+
+static struct {
+  bool host;
+  unsigned resources; /* bitmask of RES_* */
+  char **cgroups;     /* path globs below the cgroup2 root */
+  size_t ncgroups;
+} cfg = {.host = true, .resources = (1u << RES_COUNT) - 1};
+
+struct psi_source {
+  char *rel;                 /* cgroup path below the root; NULL for host */
+  char instance[DATA_MAX_NAME_LEN - 8]; /* the part after "<res>-" */
+  int fd[RES_COUNT];
+  bool seen; /* matched in this interval's scan */
+};
+
+static struct psi_source host;
+static struct psi_source *groups;
+static size_t ngroups;
+static unsigned host_res; /* resources the host actually provides */
+static bool warned_no_cg2;
+
+/* ---------------------------------------------------------------- config */
+
+static int parse_resources(const oconfig_item_t *ci) {
+  unsigned mask = 0;
+  if (ci->values_num < 1)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_STRING)
+      goto bad;
+    int r;
+    for (r = 0; r < RES_COUNT; r++)
+      if (strcasecmp(ci->values[i].value.string, res_name[r]) == 0)
+        break;
+    if (r == RES_COUNT)
+      goto bad;
+    mask |= 1u << r;
+  }
+  cfg.resources = mask;
+  return 0;
+bad:;
+  char buf[256];
+  E_ERROR("invalid value %s for option \"Resources\" in block <Pressure>: "
+          "expected one or more of \"cpu\" \"memory\" \"io\" \"irq\".",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
+static int check_cgroup_glob(const char *g) {
+  const char *p = g;
+  while (*p == '/')
+    p++;
+  if (*p == 0) {
+    E_ERROR("invalid value \"%s\" for option \"Cgroup\" in block <Pressure>: "
+            "expected a cgroup path below the cgroup2 root, like "
+            "\"system.slice/*\".",
+            g);
+    return -1;
+  }
+  for (const char *s = p; *s; s++)
+    if ((s == p || s[-1] == '/') && s[0] == '.' && s[1] == '.' &&
+        (s[2] == '/' || s[2] == 0)) {
+      E_ERROR("invalid value \"%s\" for option \"Cgroup\" in block "
+              "<Pressure>: \"..\" is not allowed.",
+              g);
+      return -1;
+    }
+  return 0;
+}
+
+static int pressure_config(const oconfig_item_t *ci) {
+  int errors = 0;
+  bool seen_host = false, seen_res = false;
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    if (strcasecmp(c->key, "Host") == 0) {
+      if (cfg_once(c, &seen_host) || cfg_bool(c, &cfg.host))
+        errors++;
+    } else if (strcasecmp(c->key, "Resources") == 0) {
+      if (cfg_once(c, &seen_res) || parse_resources(c))
+        errors++;
+    } else if (strcasecmp(c->key, "Cgroup") == 0) {
+      size_t before = cfg.ncgroups;
+      if (cfg_strings_append(c, &cfg.cgroups, &cfg.ncgroups)) {
+        errors++;
+        continue;
+      }
+      for (size_t k = before; k < cfg.ncgroups; k++)
+        if (check_cgroup_glob(cfg.cgroups[k]))
+          errors++;
+    } else {
+      cfg_unknown(c, "Pressure");
+      errors++;
+    }
+  }
+  if (!errors && !cfg.host && cfg.ncgroups == 0) {
+    E_ERROR("block <Pressure> has \"Host false\" and no \"Cgroup\": nothing "
+            "to read.");
+    errors++;
+  }
+  return errors ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ read */
+
+static void source_close(struct psi_source *s) {
+  for (int r = 0; r < RES_COUNT; r++) {
+    if (s->fd[r] >= 0)
+      close(s->fd[r]);
+    s->fd[r] = -1;
+  }
+  free(s->rel);
+  s->rel = NULL;
+}
+
+/* Read and parse one PSI file. Returns 0, or a negative errno. */
+static int read_psi(int fd, struct psi_stats *st) {
+  char buf[512];
+  ssize_t n = pread(fd, buf, sizeof(buf), 0);
+  if (n < 0)
+    return -errno;
+  return psi_parse(buf, (size_t)n, st);
+}
+
+static void submit_line(const char *inst, const char *kind,
+                        const struct psi_line *l) {
+  char ti[32];
+  const double avg[3] = {l->avg10, l->avg60, l->avg300};
+  static const char *const win[3] = {"avg10", "avg60", "avg300"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(ti, sizeof(ti), "%s-%s", kind, win[i]);
+    submit_gauge(FEATURE, inst, "percent", ti, avg[i]);
+  }
+  submit_derive(FEATURE, inst, "total_time_in_ms", kind,
+                (int64_t)(l->total_us / 1000));
+}
+
+static int read_source(struct psi_source *s, int r) {
+  struct psi_stats st;
+  int err = read_psi(s->fd[r], &st);
+  if (err)
+    return err;
+  char inst[DATA_MAX_NAME_LEN];
+  if (s->rel)
+    snprintf(inst, sizeof(inst), "%s-%s", res_name[r], s->instance);
+  else
+    snprintf(inst, sizeof(inst), "%s", res_name[r]);
+  if (st.some.present)
+    submit_line(inst, "some", &st.some);
+  if (st.full.present)
+    submit_line(inst, "full", &st.full);
+  return 0;
+}
+
+/* Open the PSI files of one cgroup; returns how many opened. */
+static int group_open(struct psi_source *g, const char *dir) {
+  int n = 0;
+  for (int r = 0; r < RES_COUNT; r++) {
+    g->fd[r] = -1;
+    if (!(cfg.resources & (1u << r)))
+      continue;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.pressure", dir, res_name[r]);
+    g->fd[r] = open(path, O_RDONLY | O_CLOEXEC);
+    if (g->fd[r] >= 0) {
+      struct psi_stats st;
+      if (read_psi(g->fd[r], &st) != 0) { /* e.g. irq: EOPNOTSUPP */
+        close(g->fd[r]);
+        g->fd[r] = -1;
+        continue;
+      }
+      n++;
+    }
+  }
+  return n;
+}
+
+/* Append names to a one-line summary of changes, without flooding. */
+static void note(char *buf, size_t len, int *count, const char *name) {
+  size_t off = strlen(buf);
+  (*count)++;
+  if (*count <= 5 && off < len)
+    snprintf(buf + off, len - off, "%s%s", *count > 1 ? ", " : "", name);
+  else if (*count == 6 && off < len)
+    snprintf(buf + off, len - off, ", ...");
+}
+
+static void scan_cgroups(void) {
+  const char *root = cgroup2_root();
+  if (!root) {
+    if (!warned_no_cg2)
+      E_WARNING("pressure: no cgroup2 hierarchy is mounted; the Cgroup "
+                "option is ignored.");
+    warned_no_cg2 = true;
+    return;
+  }
+  for (size_t i = 0; i < ngroups; i++)
+    groups[i].seen = false;
+
+  char added[512] = "", removed[512] = "";
+  int nadded = 0, nremoved = 0;
+  size_t rootlen = strlen(root);
+
+  for (size_t p = 0; p < cfg.ncgroups; p++) {
+    const char *pat = cfg.cgroups[p];
+    while (*pat == '/')
+      pat++;
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/%s", root, pat);
+    glob_t gl;
+    if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
+      continue;
+    for (size_t k = 0; k < gl.gl_pathc; k++) {
+      const char *dir = gl.gl_pathv[k];
+      const char *rel = dir + rootlen;
+      while (*rel == '/')
+        rel++;
+      if (*rel == 0)
+        continue;
+      size_t i;
+      for (i = 0; i < ngroups; i++)
+        if (strcmp(groups[i].rel, rel) == 0)
+          break;
+      if (i < ngroups) {
+        groups[i].seen = true;
+        continue;
+      }
+      struct psi_source g = {.seen = true};
+      if (instance_from_path(rel, g.instance, sizeof(g.instance)) != 0)
+        continue; /* too long for a collectd name */
+      if (group_open(&g, dir) == 0) {
+        source_close(&g);
+        continue;
+      }
+      struct psi_source *ng = realloc(groups, (ngroups + 1) * sizeof(*ng));
+      g.rel = strdup(rel);
+      if (!ng || !g.rel) {
+        if (ng)
+          groups = ng;
+        source_close(&g);
+        continue;
+      }
+      groups = ng;
+      groups[ngroups++] = g;
+      note(added, sizeof(added), &nadded, rel);
+    }
+    globfree(&gl);
+  }
+
+  for (size_t i = 0; i < ngroups;) {
+    if (groups[i].seen) {
+      i++;
+      continue;
+    }
+    note(removed, sizeof(removed), &nremoved, groups[i].rel);
+    source_close(&groups[i]);
+    groups[i] = groups[--ngroups];
+  }
+  if (nadded)
+    E_INFO("pressure: watching %d new cgroup%s: %s", nadded,
+           nadded == 1 ? "" : "s", added);
+  if (nremoved)
+    E_INFO("pressure: %d cgroup%s gone: %s", nremoved,
+           nremoved == 1 ? "" : "s", removed);
+}
+
+static int pressure_read(void) {
+  if (cfg.host)
+    for (int r = 0; r < RES_COUNT; r++)
+      if (host.fd[r] >= 0)
+        read_source(&host, r);
+  if (cfg.ncgroups) {
+    scan_cgroups();
+    for (size_t i = 0; i < ngroups; i++)
+      for (int r = 0; r < RES_COUNT; r++)
+        if (groups[i].fd[r] >= 0 && read_source(&groups[i], r) != 0) {
+          /* Removed between scan and read: the next scan drops it. */
+          close(groups[i].fd[r]);
+          groups[i].fd[r] = -1;
+        }
+  }
+  return 0;
+}
+
+static int pressure_init(void) {
+  for (int r = 0; r < RES_COUNT; r++)
+    host.fd[r] = -1;
+  host_res = 0;
+  if (cfg.host) {
+    for (int r = 0; r < RES_COUNT; r++) {
+      if (!(cfg.resources & (1u << r)))
+        continue;
+      char path[64];
+      snprintf(path, sizeof(path), "/proc/pressure/%s", res_name[r]);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      int err = fd < 0 ? -errno : 0;
+      struct psi_stats st;
+      if (!err)
+        err = read_psi(fd, &st);
+      if (err) {
+        E_INFO("pressure: %s is not available (%s); resource \"%s\" is "
+               "skipped%s.",
+               path, ERRSTR(err), res_name[r],
+               r == RES_IRQ ? " (kernel without CONFIG_IRQ_TIME_ACCOUNTING "
+                              "or PSI disabled)"
+                            : " (kernel without PSI, or booted with psi=0)");
+        if (fd >= 0)
+          close(fd);
+        continue;
+      }
+      host.fd[r] = fd;
+      host_res |= 1u << r;
+    }
+  }
+  if (cfg.ncgroups && !cgroup2_root()) {
+    E_WARNING("pressure: no cgroup2 hierarchy is mounted; the Cgroup option "
+              "is ignored.");
+    warned_no_cg2 = true;
+  }
+  if (!host_res && (cfg.ncgroups == 0 || !cgroup2_root())) {
+    E_WARNING("pressure: PSI is not available on this kernel; the pressure "
+              "feature is disabled.");
+    return -ENOTSUP;
+  }
+  return 0;
+}
+
+static void pressure_shutdown(void) {
+  source_close(&host);
+  for (size_t i = 0; i < ngroups; i++)
+    source_close(&groups[i]);
+  free(groups);
+  groups = NULL;
+  ngroups = 0;
+  cfg_free_list(cfg.cgroups);
+  cfg.cgroups = NULL;
+  cfg.ncgroups = 0;
+  cfg.host = true;
+  cfg.resources = (1u << RES_COUNT) - 1;
+  warned_no_cg2 = false;
+}
+
+const struct ebpf_feature feature_pressure = {
+    .block = "Pressure",
+    .name = FEATURE,
+    .config = pressure_config,
+    .init = pressure_init,
+    .read = pressure_read,
+    .shutdown = pressure_shutdown,
+};

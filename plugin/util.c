@@ -1,0 +1,283 @@
+/* Config helpers, dispatch helpers and small utilities shared by all
+ * features of the ebpf plugin. */
+#include "ebpf.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *ebpf_strerror(int err, char *buf, size_t len) {
+  if (err < 0)
+    err = -err;
+  /* glibc's %m is strerror_r underneath: thread safe, whichever strerror_r
+   * variant the collectd headers' feature macros select. */
+  int saved = errno;
+  errno = err;
+  snprintf(buf, len, "%m");
+  errno = saved;
+  return buf;
+}
+
+/* ---------------------------------------------------------------- config */
+
+const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = 0;
+  if (ci->values_num == 0) {
+    snprintf(buf, len, "(no value)");
+    return buf;
+  }
+  for (int i = 0; i < ci->values_num && off < len; i++) {
+    const oconfig_value_t *v = &ci->values[i];
+    int n;
+    const char *sep = i ? " " : "";
+    if (v->type == OCONFIG_TYPE_STRING)
+      n = snprintf(buf + off, len - off, "%s\"%s\"", sep, v->value.string);
+    else if (v->type == OCONFIG_TYPE_NUMBER)
+      n = snprintf(buf + off, len - off, "%s%g", sep, v->value.number);
+    else if (v->type == OCONFIG_TYPE_BOOLEAN)
+      n = snprintf(buf + off, len - off, "%s%s", sep,
+                   v->value.boolean ? "true" : "false");
+    else
+      n = snprintf(buf + off, len - off, "%s?", sep);
+    if (n < 0)
+      break;
+    off += (size_t)n;
+  }
+  return buf;
+}
+
+#define VALSTR(ci) cfg_values_str((ci), (char[256]){0}, 256)
+
+static int cfg_bad(const oconfig_item_t *ci, const char *want) {
+  E_ERROR("invalid value %s for option \"%s\"%s%s: expected %s.", VALSTR(ci),
+          ci->key, ci->parent ? " in block " : "",
+          ci->parent ? ci->parent->key : "", want);
+  return -1;
+}
+
+int cfg_bool(const oconfig_item_t *ci, bool *out) {
+  if (ci->values_num != 1 || ci->children_num != 0)
+    return cfg_bad(ci, "exactly one boolean (true or false)");
+  const oconfig_value_t *v = &ci->values[0];
+  if (v->type == OCONFIG_TYPE_BOOLEAN) {
+    *out = v->value.boolean != 0;
+    return 0;
+  }
+  /* collectd's own cf_util_get_boolean also takes these strings. */
+  if (v->type == OCONFIG_TYPE_STRING) {
+    const char *s = v->value.string;
+    if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") ||
+        !strcasecmp(s, "on")) {
+      *out = true;
+      return 0;
+    }
+    if (!strcasecmp(s, "false") || !strcasecmp(s, "no") ||
+        !strcasecmp(s, "off")) {
+      *out = false;
+      return 0;
+    }
+  }
+  return cfg_bad(ci, "exactly one boolean (true or false)");
+}
+
+int cfg_string(const oconfig_item_t *ci, char **out) {
+  if (ci->values_num != 1 || ci->children_num != 0 ||
+      ci->values[0].type != OCONFIG_TYPE_STRING ||
+      ci->values[0].value.string[0] == 0)
+    return cfg_bad(ci, "exactly one non-empty string");
+  char *s = strdup(ci->values[0].value.string);
+  if (!s) {
+    E_ERROR("out of memory");
+    return -1;
+  }
+  free(*out);
+  *out = s;
+  return 0;
+}
+
+void cfg_free_list(char **list) {
+  if (!list)
+    return;
+  for (char **p = list; *p; p++)
+    free(*p);
+  free(list);
+}
+
+int cfg_strings_append(const oconfig_item_t *ci, char ***list, size_t *n) {
+  if (ci->values_num < 1 || ci->children_num != 0)
+    return cfg_bad(ci, "one or more non-empty strings");
+  for (int i = 0; i < ci->values_num; i++)
+    if (ci->values[i].type != OCONFIG_TYPE_STRING ||
+        ci->values[i].value.string[0] == 0)
+      return cfg_bad(ci, "one or more non-empty strings");
+  char **l = realloc(*list, (*n + (size_t)ci->values_num + 1) * sizeof(*l));
+  if (!l) {
+    E_ERROR("out of memory");
+    return -1;
+  }
+  *list = l;
+  for (int i = 0; i < ci->values_num; i++) {
+    l[*n] = strdup(ci->values[i].value.string);
+    if (!l[*n]) {
+      l[*n] = NULL;
+      E_ERROR("out of memory");
+      return -1;
+    }
+    (*n)++;
+  }
+  l[*n] = NULL;
+  return 0;
+}
+
+int cfg_int_range(const oconfig_item_t *ci, long long min, long long max,
+                  long long *out) {
+  char want[96];
+  snprintf(want, sizeof(want), "one integer from %lld to %lld", min, max);
+  if (ci->values_num != 1 || ci->children_num != 0 ||
+      ci->values[0].type != OCONFIG_TYPE_NUMBER)
+    return cfg_bad(ci, want);
+  double d = ci->values[0].value.number;
+  if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
+    return cfg_bad(ci, want);
+  *out = (long long)d;
+  return 0;
+}
+
+int cfg_seconds(const oconfig_item_t *ci, double min, double max,
+                double *out) {
+  char want[96];
+  snprintf(want, sizeof(want), "a number of seconds from %g to %g", min, max);
+  if (ci->values_num != 1 || ci->children_num != 0 ||
+      ci->values[0].type != OCONFIG_TYPE_NUMBER)
+    return cfg_bad(ci, want);
+  double d = ci->values[0].value.number;
+  if (!isfinite(d) || d < min || d > max)
+    return cfg_bad(ci, want);
+  *out = d;
+  return 0;
+}
+
+int cfg_unknown(const oconfig_item_t *ci, const char *block) {
+  E_ERROR("unknown option \"%s\" in block <%s>.", ci->key, block);
+  return -1;
+}
+
+int cfg_once(const oconfig_item_t *ci, bool *seen) {
+  if (*seen) {
+    E_ERROR("option \"%s\" given more than once in block <%s>.", ci->key,
+            ci->parent ? ci->parent->key : "?");
+    return -1;
+  }
+  *seen = true;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- names */
+
+int instance_from_path(const char *path, char *out, size_t len) {
+  size_t o = 0;
+  while (*path == '/')
+    path++;
+  for (const char *p = path; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (p[1] == 0 && c == '/')
+      break; /* trailing slash */
+    if (o + 1 >= len) {
+      if (len)
+        out[0] = 0;
+      return -ENAMETOOLONG;
+    }
+    if (c >= 'A' && c <= 'Z')
+      c = (unsigned char)(c - 'A' + 'a');
+    else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_'))
+      c = '_';
+    out[o++] = (char)c;
+  }
+  if (len)
+    out[o] = 0;
+  return 0;
+}
+
+/* -------------------------------------------------------------- dispatch */
+
+static void submit(const char *plugin, const char *plugin_instance,
+                   const char *type, const char *type_instance, value_t v) {
+  value_list_t vl = VALUE_LIST_INIT;
+  vl.values = &v;
+  vl.values_len = 1;
+  snprintf(vl.plugin, sizeof(vl.plugin), "%s", plugin);
+  if (plugin_instance)
+    snprintf(vl.plugin_instance, sizeof(vl.plugin_instance), "%s",
+             plugin_instance);
+  snprintf(vl.type, sizeof(vl.type), "%s", type);
+  if (type_instance)
+    snprintf(vl.type_instance, sizeof(vl.type_instance), "%s", type_instance);
+  plugin_dispatch_values(&vl);
+}
+
+void submit_gauge(const char *plugin, const char *plugin_instance,
+                  const char *type, const char *type_instance, double v) {
+  submit(plugin, plugin_instance, type, type_instance, (value_t){.gauge = v});
+}
+
+void submit_derive(const char *plugin, const char *plugin_instance,
+                   const char *type, const char *type_instance, int64_t v) {
+  submit(plugin, plugin_instance, type, type_instance,
+         (value_t){.derive = v});
+}
+
+/* ---------------------------------------------------------------- cgroup2 */
+
+static char *cg2_root;
+static bool cg2_looked;
+
+/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
+static void unescape_mount(char *s) {
+  char *o = s;
+  for (char *p = s; *p; p++) {
+    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
+        p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+      *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+      p += 3;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o = 0;
+}
+
+const char *cgroup2_root(void) {
+  if (cg2_looked)
+    return cg2_root;
+  cg2_looked = true;
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return NULL;
+  char line[4096];
+  while (fgets(line, sizeof(line), f)) {
+    /* id parent maj:min root mountpoint options [optional...] - fstype src */
+    char *sep = strstr(line, " - ");
+    if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+      continue;
+    char *save = NULL, *tok = strtok_r(line, " ", &save);
+    for (int i = 0; tok && i < 4; i++)
+      tok = strtok_r(NULL, " ", &save);
+    if (!tok)
+      continue;
+    unescape_mount(tok);
+    cg2_root = strdup(tok);
+    break;
+  }
+  fclose(f);
+  return cg2_root;
+}
+
+void cgroup2_reset(void) {
+  free(cg2_root);
+  cg2_root = NULL;
+  cg2_looked = false;
+}

@@ -1,0 +1,329 @@
+"""Helpers for the integration tests: run Debian's real collectd with the
+built plugin, read back what it dispatched (csv plugin), make network
+namespaces, cgroups and traffic. Test programs print one line per case:
+PASS: / FAIL: / SKIP: (see tests/run)."""
+
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
+PLUGIN_SO = os.path.join(BUILD, "ebpf.so")
+COLLECTD = os.environ.get("COLLECTD", "/usr/sbin/collectd")
+STOCK = os.environ.get("COLLECTD_PLUGIN_DIR", "/usr/lib/collectd")
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Suite:
+    """Runs the cases registered with @suite.case, printing one line each."""
+
+    def __init__(self, name, need_root=True):
+        self.name = name
+        self.cases = []
+        self.need_root = need_root
+
+    def case(self, fn):
+        self.cases.append(fn)
+        return fn
+
+    def run(self):
+        failed = 0
+        only = os.environ.get("CASE")
+        for fn in self.cases:
+            cname = "%s.%s" % (self.name, fn.__name__)
+            if only and only not in cname:
+                continue
+            if self.need_root and os.geteuid() != 0:
+                print("SKIP: %s (needs root)" % cname, flush=True)
+                continue
+            t0 = time.time()
+            try:
+                fn()
+                print("PASS: %s (%.1fs)" % (cname, time.time() - t0), flush=True)
+            except Skip as e:
+                print("SKIP: %s (%s)" % (cname, e), flush=True)
+            except Exception as e:  # noqa: BLE001 - report every failure
+                failed += 1
+                traceback.print_exc(file=sys.stdout)
+                print("FAIL: %s: %s" % (cname, e), flush=True)
+        sys.exit(1 if failed else 0)
+
+
+# --------------------------------------------------------------- collectd
+
+class Collectd:
+    """One collectd process with the plugin; `ebpf_conf` is the body of
+    <Plugin ebpf>. Values are read back from the csv plugin's files."""
+
+    def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True):
+        self.dir = tempfile.mkdtemp(prefix="ebpf-test-")
+        self.interval = interval
+        self.proc = None
+        self.logfile = os.path.join(self.dir, "collectd.log")
+        self.csvdir = os.path.join(self.dir, "csv")
+        plugins = os.path.join(self.dir, "plugins")
+        os.makedirs(plugins)
+        for p in ("logfile", "csv", "unixsock"):
+            shutil.copy(os.path.join(STOCK, p + ".so"), plugins)
+        shutil.copy(PLUGIN_SO, plugins)
+        self.conf = os.path.join(self.dir, "collectd.conf")
+        body = ebpf_conf if ebpf_conf is not None else ""
+        with open(self.conf, "w") as f:
+            f.write("""Interval %s
+Hostname "test"
+BaseDir "%s"
+PIDFile "%s/collectd.pid"
+PluginDir "%s"
+TypesDB "/usr/share/collectd/types.db"
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel debug
+  File "%s"
+</Plugin>
+LoadPlugin csv
+<Plugin csv>
+  DataDir "%s"
+  StoreRates false
+</Plugin>
+%s
+""" % (interval, self.dir, self.dir, plugins, self.logfile, self.csvdir, extra))
+            if load_ebpf:
+                f.write("LoadPlugin ebpf\n<Plugin ebpf>\n%s\n</Plugin>\n" % body)
+
+    # -- process
+    def start(self, wait_init=True):
+        self.proc = subprocess.Popen([COLLECTD, "-f", "-C", self.conf],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT)
+        if wait_init:
+            wait_for(lambda: "Initialization complete" in self.log()
+                     or self.proc.poll() is not None, 30, "collectd init")
+            check(self.proc.poll() is None,
+                  "collectd exited during init:\n" + self.log())
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def test_run(self):
+        """collectd -T: config, init, one read. Returns (rc, log)."""
+        r = subprocess.run([COLLECTD, "-T", "-C", self.conf], timeout=60,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return r.returncode, self.log() + r.stdout.decode(errors="replace")
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *a):
+        self.stop()
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log(self):
+        try:
+            with open(self.logfile, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    # -- values
+    def series(self, ident):
+        """All (time, value) of one identifier "plugin-inst/type-ti",
+        oldest first."""
+        out = []
+        for fn in sorted(glob.glob(os.path.join(self.csvdir, "*", ident + "-*"))):
+            if not re.search(r"-\d{4}-\d\d-\d\d$", fn):
+                continue
+            with open(fn) as f:
+                for line in f:
+                    if line[0].isdigit():
+                        t, v = line.strip().split(",")[:2]
+                        out.append((float(t), float(v)))
+        out.sort()
+        return out
+
+    def latest(self, ident):
+        s = self.series(ident)
+        return s[-1] if s else None
+
+    def idents(self, prefix=""):
+        """Every identifier dispatched so far, as "plugin-inst/type-ti"."""
+        out = set()
+        for fn in glob.glob(os.path.join(self.csvdir, "*", "*", "*")):
+            m = re.search(r"([^/]+/[^/]+)-\d{4}-\d\d-\d\d$", fn)
+            if m and m.group(1).startswith(prefix):
+                out.add(m.group(1))
+        return out
+
+    def wait_series(self, ident, n=1, timeout=15):
+        wait_for(lambda: len(self.series(ident)) >= n, timeout,
+                 "%d values of %s" % (n, ident), self)
+        return self.series(ident)
+
+    def prog_ids(self):
+        """IDs of the BPF programs the collectd process holds."""
+        return held_prog_ids(self.proc.pid)
+
+
+def held_prog_ids(pid):
+    ids = set()
+    for fd in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(fd) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def live_prog_ids():
+    ids = set()
+    r = subprocess.run(["bpftool", "prog", "show"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    for line in r.stdout.splitlines():
+        m = re.match(r"^(\d+): ", line)
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def wait_for(pred, timeout, what, cd=None):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.1)
+    extra = ("\ncollectd log:\n" + cd.log()[-4000:]) if cd else ""
+    raise Fail("timed out after %ss waiting for %s%s" % (timeout, what, extra))
+
+
+# --------------------------------------------------------------- witnesses
+
+def read_psi(path):
+    """{'some': {'avg10':..,'total':..}, 'full': {...}} of a PSI file."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            out[parts[0]] = {k: float(v) for k, v in
+                             (p.split("=") for p in parts[1:])}
+    return out
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            if right.split()[0] == "cgroup2":
+                return left.split()[4]
+    return None
+
+
+class Cgroup:
+    """A cgroup v2 group below the root that removes itself."""
+
+    def __init__(self, name):
+        root = cgroup2_root()
+        if not root:
+            raise Skip("no cgroup2 mount")
+        self.rel = name
+        self.path = os.path.join(root, name)
+        os.makedirs(self.path, exist_ok=True)
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def remove(self):
+        root = os.path.dirname(self.path)
+        # Move any process left back to the root, then rmdir.
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as f:
+                pids = f.read().split()
+            for p in pids:
+                try:
+                    with open(os.path.join(cgroup2_root(), "cgroup.procs"), "w") as f:
+                        f.write(p)
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def spawn_in_cgroup(cg, argv):
+    """Start argv with its process already in cgroup cg."""
+    return subprocess.Popen(argv, preexec_fn=lambda: cg.add(os.getpid()))
+
+
+def sh(cmd, check_rc=True):
+    r = subprocess.run(cmd, shell=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if check_rc and r.returncode != 0:
+        raise Fail("command failed (%d): %s\n%s" % (r.returncode, cmd, r.stdout))
+    return r.stdout
+
+
+class Netns:
+    """A network namespace of the test's own, with lo up."""
+
+    def __init__(self, name):
+        self.name = name
+        sh("ip netns del %s 2>/dev/null" % name, check_rc=False)
+        sh("ip netns add %s" % name)
+        sh("ip -n %s link set lo up" % name)
+
+    def run(self, cmd, check_rc=True):
+        return sh("ip netns exec %s %s" % (self.name, cmd), check_rc)
+
+    def popen(self, argv, **kw):
+        return subprocess.Popen(["ip", "netns", "exec", self.name] + argv, **kw)
+
+    def delete(self):
+        sh("ip netns del %s" % self.name, check_rc=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.delete()
