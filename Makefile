@@ -27,7 +27,7 @@ BPF_ARCH_aarch64 := arm64
 BPF_ARCH := $(or $(BPF_ARCH_$(ARCH)),$(ARCH))
 
 CFLAGS    ?= -O2 -g
-WARN      := -Wall -Wextra -Werror -Wno-unused-parameter
+WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PLUGIN_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) -MMD -MP \
 	-DHAVE_CONFIG_H -I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf
 PLUGIN_LDLIBS := -lbpf -lelf -lz -lm

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct ebpf_global ebpf_global;
+
 
 static const struct ebpf_feature *const features[] = {
     &feature_pressure,

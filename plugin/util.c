@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct ebpf_global ebpf_global;
+
 const char *ebpf_strerror(int err, char *buf, size_t len) {
   if (err < 0)
     err = -err;
