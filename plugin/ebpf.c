@@ -15,6 +15,7 @@
 
 static const struct ebpf_feature *const features[] = {
     &feature_pressure,
+    &feature_netstacklat,
 };
 #define NFEATURES (sizeof(features) / sizeof(features[0]))
 
@@ -120,6 +121,20 @@ static int ebpf_init(void) {
     running[f] = st == 0;
     if (running[f])
       nrunning++;
+    if (st == -EINVAL)
+      config_errors++; /* a setting that names nothing real */
+  }
+  if (config_errors) {
+    /* Nothing of ours may stay attached once collectd unloads us. */
+    for (size_t f = 0; f < NFEATURES; f++) {
+      if (running[f])
+        features[f]->shutdown();
+      running[f] = false;
+    }
+    loader_log_restore();
+    E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
+            config_errors, config_errors == 1 ? "" : "s");
+    return -1;
   }
   if (nconfigured == 0)
     E_NOTICE("no feature block (<Pressure>, <Netstacklat>, <WindowClamp>) "

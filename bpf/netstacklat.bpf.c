@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/* netstacklat: how long a received packet has waited, from its receive
+ * timestamp (skb->tstamp, CLOCK_REALTIME) to a point in the network stack.
+ *
+ * Each hook has one handler; every attach flavour (fentry/fexit, tp_btf,
+ * kprobe) is a thin wrapper that finds the skb and socket and calls it. The
+ * loader (plugin/loader.c) keeps one flavour per hook. Filters are rodata:
+ * the verifier prunes the ones that are off, so they cost nothing.
+ *
+ * fentry/tp_btf wrappers pass probed=false: fields are read with direct
+ * loads through the typed pointer (CO-RE relocated), ~25 ns cheaper per
+ * field here than bpf_probe_read_kernel; kprobe wrappers pass probed=true. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "netstacklat.h"
+
+/* ---- settings, fixed at load ---- */
+const volatile __u32 targ_netns = 0; /* netns inode number; 0: all */
+const volatile bool targ_filter_ifindex = false;
+const volatile bool targ_filter_cgroup = false;
+const volatile __u32 targ_groupby = NSL_GROUP_NONE;
+const volatile __u32 targ_min_qlen = 0;
+const volatile bool targ_include_hol = true;
+
+/* CLOCK_TAI - CLOCK_REALTIME in ns, refreshed by user space every interval:
+ * skb->tstamp is REALTIME and BPF can only read TAI (or MONOTONIC). */
+__s64 tai_offset_ns = 0;
+
+/* ---- maps, named after the metric they feed ---- */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NSL_NHOOKS);
+  __type(key, __u32);
+  __type(value, struct nsl_hist);
+} netstacklat_seconds SEC(".maps");
+
+/* GroupBy: max_entries is set from MaxGroups before load (1 when off). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct nsl_group_key);
+  __type(value, struct nsl_hist);
+} netstacklat_grouped_seconds SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 256);
+  __type(key, __u32);
+  __type(value, __u8);
+} netstacklat_ifindex_filter SEC(".maps");
+
+/* cgroup ids of the configured Cgroup paths and of every cgroup below them;
+ * max_entries is set before load. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u64);
+  __type(value, __u8);
+} netstacklat_cgroup_filter SEC(".maps");
+
+struct udp_enqueue_args {
+  const struct sock *sk;
+  const struct sk_buff *skb;
+};
+
+/* kprobe twin of the udp_socket_enqueued fexit: the skb seen at entry,
+ * keyed by the full pid_tgid (a per-tgid key lets two threads collide). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u64);
+  __type(value, struct udp_enqueue_args);
+} netstacklat_udp_enqueue_args SEC(".maps");
+
+/* Kernels 5.18-6.10 flag a delivery time with this bit; 6.11 replaced it
+ * with the 2-bit tstamp_type (commit 4d25ca2d6801, "net: Rename
+ * mono_delivery_time to tstamp_type for scalabilty"). */
+struct sk_buff___old {
+  __u8 mono_delivery_time : 1;
+} __attribute__((preserve_access_index));
+
+#define RD(probed, p, ...)                                                     \
+  ((probed) ? BPF_CORE_READ(p, __VA_ARGS__) : ___arrow(p, __VA_ARGS__))
+
+/* 1 if skb->tstamp is not a receive time (a sender's EDT time carried over
+ * loopback or veth), 0 otherwise. */
+static __always_inline int tstamp_not_rx(const struct sk_buff *skb,
+                                         const bool probed) {
+  if (bpf_core_field_exists(skb->tstamp_type))
+    return probed ? BPF_CORE_READ_BITFIELD_PROBED(skb, tstamp_type) != 0
+                  : BPF_CORE_READ_BITFIELD(skb, tstamp_type) != 0;
+  const struct sk_buff___old *o = (const void *)skb;
+  if (bpf_core_field_exists(o->mono_delivery_time))
+    return probed ? BPF_CORE_READ_BITFIELD_PROBED(o, mono_delivery_time)
+                  : BPF_CORE_READ_BITFIELD(o, mono_delivery_time);
+  return 0;
+}
+
+static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
+  if (targ_groupby == NSL_GROUP_NONE)
+    return bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+  struct nsl_group_key key = {.group = group, .hook = hook};
+  struct nsl_hist *h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (h)
+    return h;
+  static const struct nsl_hist zero;
+  bpf_map_update_elem(&netstacklat_grouped_seconds, &key, &zero, BPF_NOEXIST);
+  h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (!h) {
+    /* The map is full: count it on the ungrouped entry of the hook. */
+    h = bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+    if (h)
+      h->skipped[NSL_SKIP_MAP_FULL]++;
+    return NULL;
+  }
+  return h;
+}
+
+/* The one handler. tstamp: the packet's receive time (0 when none);
+ * not_rx: it is a delivery time; group: cgroup id or ifindex. */
+static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
+                                   __u64 group) {
+  struct nsl_hist *h = hist_for(hook, group);
+  if (!h)
+    return;
+  if (!tstamp) {
+    h->skipped[NSL_SKIP_NO_TSTAMP]++;
+    return;
+  }
+  if (not_rx) {
+    h->skipped[NSL_SKIP_NOT_RX]++;
+    return;
+  }
+  __s64 delta = (__s64)(bpf_ktime_get_tai_ns() - tai_offset_ns - tstamp);
+  if (delta < 0) {
+    h->skipped[NSL_SKIP_FUTURE]++;
+    return;
+  }
+  __u32 slot = nsl_slot_of(delta);
+  if (slot < NSL_NBUCKETS) /* for the verifier */
+    h->bucket[slot]++;
+  h->sum_ns += delta;
+}
+
+/* ---- filters, cheapest first; each compiled out when off ---- */
+
+static __always_inline bool netns_ok_sk(const struct sock *sk,
+                                        const bool probed) {
+  if (!targ_netns)
+    return true;
+  return RD(probed, sk, __sk_common.skc_net.net, ns.inum) == targ_netns;
+}
+
+static __always_inline bool netns_ok_dev(const struct sk_buff *skb,
+                                         const bool probed) {
+  if (!targ_netns)
+    return true;
+  return RD(probed, skb, dev, nd_net.net, ns.inum) == targ_netns;
+}
+
+static __always_inline bool ifindex_ok(__u32 ifindex) {
+  if (!targ_filter_ifindex)
+    return true;
+  return bpf_map_lookup_elem(&netstacklat_ifindex_filter, &ifindex) != NULL;
+}
+
+static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
+                                          const bool probed) {
+  return RD(probed, sk, sk_cgrp_data.cgroup, kn, id);
+}
+
+/* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
+static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
+                                        __u32 ifindex, const bool probed) {
+  if (!netns_ok_dev(skb, probed) || !ifindex_ok(ifindex))
+    return;
+  __u64 group = targ_groupby == NSL_GROUP_INTERFACE ? ifindex : 0;
+  __u64 t = RD(probed, skb, tstamp);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group);
+}
+
+/* Socket-level filters; returns false to drop the event. */
+static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
+                                      __u32 ifindex, __u64 *group,
+                                      const bool probed) {
+  if (!netns_ok_sk(sk, probed) || !ifindex_ok(ifindex))
+    return false;
+  if (targ_min_qlen &&
+      RD(probed, sk, sk_receive_queue.qlen) < targ_min_qlen)
+    return false;
+  __u64 cg = 0;
+  if (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP) {
+    cg = sk_cgroup_id(sk, probed);
+    if (targ_filter_cgroup &&
+        !bpf_map_lookup_elem(&netstacklat_cgroup_filter, &cg))
+      return false;
+  }
+  *group = targ_groupby == NSL_GROUP_CGROUP     ? cg
+           : targ_groupby == NSL_GROUP_INTERFACE ? ifindex
+                                                 : 0;
+  return true;
+}
+
+static __always_inline void socket_skb_hook(__u32 hook, const struct sock *sk,
+                                            const struct sk_buff *skb,
+                                            const bool probed) {
+  __u64 group;
+  if (!socket_ok(hook, sk, RD(probed, skb, skb_iif), &group, probed))
+    return;
+  __u64 t = RD(probed, skb, tstamp);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group);
+}
+
+static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
+  __u16 family = sk->__sk_common.skc_family;
+  return sk->sk_protocol == proto && (family == 2 /* AF_INET */ ||
+                                      family == 10 /* AF_INET6 */);
+}
+
+/* Reads that waited behind a hole (out-of-order data) measure the loss
+ * recovery, not the host: IncludeHOLBlocked false leaves them out. */
+static __always_inline bool hol_ok(const struct sock *sk, const bool probed) {
+  if (targ_include_hol)
+    return true;
+  const struct tcp_sock *tp = (const void *)sk;
+  return RD(probed, tp, out_of_order_queue.rb_node) == NULL;
+}
+
+/* ===================================================== ip_start */
+
+SEC("fentry/ip_rcv_core")
+int BPF_PROG(ip_start_fentry_v4, struct sk_buff *skb) {
+  packet_hook(NSL_IP_START, skb, skb->dev->ifindex, false);
+  return 0;
+}
+
+SEC("fentry/ip6_rcv_core")
+int BPF_PROG(ip_start_fentry_v6, struct sk_buff *skb) {
+  packet_hook(NSL_IP_START, skb, skb->dev->ifindex, false);
+  return 0;
+}
+
+/* Fires in __netif_receive_skb_core before the protocol handler, so it
+ * sees every received packet: keep only IPv4 and IPv6. skb_iif is not set
+ * yet there; the device is. */
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(ip_start_tp, struct sk_buff *skb) {
+  __be16 proto = skb->protocol;
+  if (proto != bpf_htons(0x0800) && proto != bpf_htons(0x86DD))
+    return 0;
+  packet_hook(NSL_IP_START, skb, skb->dev->ifindex, false);
+  return 0;
+}
+
+SEC("kprobe/ip_rcv_core")
+int BPF_KPROBE(ip_start_kprobe_v4, struct sk_buff *skb) {
+  packet_hook(NSL_IP_START, skb, BPF_CORE_READ(skb, dev, ifindex), true);
+  return 0;
+}
+
+SEC("kprobe/ip6_rcv_core")
+int BPF_KPROBE(ip_start_kprobe_v6, struct sk_buff *skb) {
+  packet_hook(NSL_IP_START, skb, BPF_CORE_READ(skb, dev, ifindex), true);
+  return 0;
+}
+
+/* ===================================================== tcp_start */
+
+SEC("fentry/tcp_v4_rcv")
+int BPF_PROG(tcp_start_fentry_v4, struct sk_buff *skb) {
+  packet_hook(NSL_TCP_START, skb, skb->skb_iif, false);
+  return 0;
+}
+
+SEC("fentry/tcp_v6_rcv")
+int BPF_PROG(tcp_start_fentry_v6, struct sk_buff *skb) {
+  packet_hook(NSL_TCP_START, skb, skb->skb_iif, false);
+  return 0;
+}
+
+/* tcp_probe fires at the top of tcp_rcv_established: segments of
+ * established connections only, after socket lookup (and after the socket
+ * backlog when the owner held the lock). */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tcp_start_tp, struct sock *sk, struct sk_buff *skb) {
+  if (!netns_ok_sk(sk, false) || !ifindex_ok(skb->skb_iif))
+    return 0;
+  __u64 t = skb->tstamp;
+  record(NSL_TCP_START, t, t ? tstamp_not_rx(skb, false) : 0,
+         targ_groupby == NSL_GROUP_INTERFACE ? skb->skb_iif : 0);
+  return 0;
+}
+
+SEC("kprobe/tcp_v4_rcv")
+int BPF_KPROBE(tcp_start_kprobe_v4, struct sk_buff *skb) {
+  packet_hook(NSL_TCP_START, skb, BPF_CORE_READ(skb, skb_iif), true);
+  return 0;
+}
+
+SEC("kprobe/tcp_v6_rcv")
+int BPF_KPROBE(tcp_start_kprobe_v6, struct sk_buff *skb) {
+  packet_hook(NSL_TCP_START, skb, BPF_CORE_READ(skb, skb_iif), true);
+  return 0;
+}
+
+/* ===================================================== udp_start */
+
+SEC("fentry/udp_rcv")
+int BPF_PROG(udp_start_fentry_v4, struct sk_buff *skb) {
+  packet_hook(NSL_UDP_START, skb, skb->skb_iif, false);
+  return 0;
+}
+
+SEC("fentry/udpv6_rcv")
+int BPF_PROG(udp_start_fentry_v6, struct sk_buff *skb) {
+  packet_hook(NSL_UDP_START, skb, skb->skb_iif, false);
+  return 0;
+}
+
+SEC("kprobe/udp_rcv")
+int BPF_KPROBE(udp_start_kprobe_v4, struct sk_buff *skb) {
+  packet_hook(NSL_UDP_START, skb, BPF_CORE_READ(skb, skb_iif), true);
+  return 0;
+}
+
+SEC("kprobe/udpv6_rcv")
+int BPF_KPROBE(udp_start_kprobe_v6, struct sk_buff *skb) {
+  packet_hook(NSL_UDP_START, skb, BPF_CORE_READ(skb, skb_iif), true);
+  return 0;
+}
+
+/* ===================================================== tcp_socket_enqueued */
+
+/* fexit, not fentry: the segment is on the receive queue when it returns.
+ * (Upstream netstacklat left fexit/tcp_data_queue: the skb may be freed by
+ * then. tcp_queue_rcv's caller frees a coalesced skb only after it returns.) */
+SEC("fexit/tcp_queue_rcv")
+int BPF_PROG(tcp_enqueued_fexit, struct sock *sk, struct sk_buff *skb,
+             bool *fragstolen, int ret) {
+  socket_skb_hook(NSL_TCP_SOCKET_ENQUEUED, sk, skb, false);
+  return 0;
+}
+
+/* The last skb on the receive queue is the one just queued (or the one it
+ * was coalesced into). */
+static __always_inline void enqueued_tail(__u32 hook, const struct sock *sk) {
+  const struct sk_buff *skb = sk->sk_receive_queue.prev;
+  if (!sk->sk_receive_queue.qlen || !skb)
+    return;
+  socket_skb_hook(hook, sk, skb, false);
+}
+
+/* sk_data_ready fires when a socket is told it has data: right after a
+ * TCP segment or a UDP datagram was queued. */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(tcp_enqueued_tp, const struct sock *sk) {
+  if (is_proto(sk, 6 /* IPPROTO_TCP */))
+    enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
+  return 0;
+}
+
+/* kprobe at entry: the skb is about to be queued (a few ns earlier than
+ * the fexit point). */
+SEC("kprobe/tcp_queue_rcv")
+int BPF_KPROBE(tcp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
+  socket_skb_hook(NSL_TCP_SOCKET_ENQUEUED, sk, skb, true);
+  return 0;
+}
+
+/* ===================================================== udp_socket_enqueued */
+
+SEC("fexit/__udp_enqueue_schedule_skb")
+int BPF_PROG(udp_enqueued_fexit, struct sock *sk, struct sk_buff *skb,
+             int ret) {
+  if (ret == 0)
+    socket_skb_hook(NSL_UDP_SOCKET_ENQUEUED, sk, skb, false);
+  return 0;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(udp_enqueued_tp, const struct sock *sk) {
+  if (is_proto(sk, 17 /* IPPROTO_UDP */))
+    enqueued_tail(NSL_UDP_SOCKET_ENQUEUED, sk);
+  return 0;
+}
+
+SEC("kprobe/__udp_enqueue_schedule_skb")
+int BPF_KPROBE(udp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct udp_enqueue_args a = {.sk = sk, .skb = skb};
+  bpf_map_update_elem(&netstacklat_udp_enqueue_args, &id, &a, BPF_ANY);
+  return 0;
+}
+
+SEC("kretprobe/__udp_enqueue_schedule_skb")
+int BPF_KRETPROBE(udp_enqueued_kretprobe, int ret) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct udp_enqueue_args *a =
+      bpf_map_lookup_elem(&netstacklat_udp_enqueue_args, &id);
+  if (!a)
+    return 0;
+  struct udp_enqueue_args args = *a;
+  bpf_map_delete_elem(&netstacklat_udp_enqueue_args, &id);
+  if (ret == 0)
+    socket_skb_hook(NSL_UDP_SOCKET_ENQUEUED, args.sk, args.skb, true);
+  return 0;
+}
+
+/* ===================================================== tcp_socket_read */
+
+/* tcp_recvmsg calls it once per read that returned timestamped data, with
+ * the receive time of the last skb read in tss->ts[0]. No skb here: the
+ * interface is the socket's cached input interface. */
+static __always_inline void tcp_read(const struct sock *sk, __u64 t,
+                                     const bool probed) {
+  __u64 group;
+  if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
+                 RD(probed, sk, sk_rx_dst_ifindex), &group, probed) ||
+      !hol_ok(sk, probed))
+    return;
+  record(NSL_TCP_SOCKET_READ, t, 0, group);
+}
+
+SEC("fentry/tcp_recv_timestamp")
+int BPF_PROG(tcp_read_fentry, struct msghdr *msg, const struct sock *sk,
+             struct scm_timestamping_internal *tss) {
+  __u64 t = tss->ts[0].tv_sec * 1000000000ULL + tss->ts[0].tv_nsec;
+  tcp_read(sk, t, false);
+  return 0;
+}
+
+/* Fires for every skb (or part of one) copied to user space, by any
+ * protocol: keep TCP. One read can copy several skbs, and each is counted. */
+SEC("tp_btf/skb_copy_datagram_iovec")
+int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
+  const struct sock *sk = skb->sk;
+  if (!sk || !is_proto(sk, 6))
+    return 0;
+  __u64 group;
+  if (!socket_ok(NSL_TCP_SOCKET_READ, sk, skb->skb_iif, &group, false) ||
+      !hol_ok(sk, false))
+    return 0;
+  __u64 t = skb->tstamp;
+  record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group);
+  return 0;
+}
+
+SEC("kprobe/tcp_recv_timestamp")
+int BPF_KPROBE(tcp_read_kprobe, struct msghdr *msg, const struct sock *sk,
+               struct scm_timestamping_internal *tss) {
+  struct timespec64 ts;
+  bpf_probe_read_kernel(&ts, sizeof(ts), &tss->ts[0]);
+  tcp_read(sk, ts.tv_sec * 1000000000ULL + ts.tv_nsec, true);
+  return 0;
+}
+
+/* ===================================================== udp_socket_read */
+
+SEC("fentry/skb_consume_udp")
+int BPF_PROG(udp_read_fentry, struct sock *sk, struct sk_buff *skb, int len) {
+  socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, false);
+  return 0;
+}
+
+SEC("kprobe/skb_consume_udp")
+int BPF_KPROBE(udp_read_kprobe, struct sock *sk, struct sk_buff *skb) {
+  socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, true);
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

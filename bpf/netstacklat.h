@@ -1,0 +1,88 @@
+/* Types shared by bpf/netstacklat.bpf.c and plugin/netstacklat.c. */
+#ifndef NETSTACKLAT_H
+#define NETSTACKLAT_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* log2 histogram of nanoseconds: bucket 0 is [0, 1024], bucket k is
+ * (2^(9+k), 2^(10+k)], the last (25) is (2^34, inf): 1 us to 17.2 s.
+ * Kept in step with plugin/hist.h (a unit test checks both). */
+#define NSL_NBUCKETS 26
+#define NSL_FIRST_SHIFT 10
+
+enum nsl_hook {
+  NSL_IP_START = 0,
+  NSL_TCP_START,
+  NSL_UDP_START,
+  NSL_TCP_SOCKET_ENQUEUED,
+  NSL_UDP_SOCKET_ENQUEUED,
+  NSL_TCP_SOCKET_READ,
+  NSL_UDP_SOCKET_READ,
+  NSL_NHOOKS,
+};
+
+/* Why an event was not put in the histogram. */
+enum nsl_skip {
+  NSL_SKIP_NO_TSTAMP = 0, /* skb->tstamp is 0: nobody asked for timestamps */
+  NSL_SKIP_NOT_RX,        /* a delivery (EDT) time, not a receive time */
+  NSL_SKIP_FUTURE,        /* timestamp later than now: clock step */
+  NSL_SKIP_MAP_FULL,      /* GroupBy: no room for a new group */
+  NSL_NSKIPS,
+};
+
+/* One per hook (and per group with GroupBy), per CPU, cumulative. */
+struct nsl_hist {
+  __u64 bucket[NSL_NBUCKETS];
+  __u64 sum_ns;
+  __u64 skipped[NSL_NSKIPS];
+};
+
+struct nsl_group_key {
+  __u64 group; /* cgroup id, or ifindex */
+  __u32 hook;
+  __u32 pad;
+};
+
+/* Bucket of a latency in ns: k = ceil(log2(ns)) - NSL_FIRST_SHIFT, clamped
+ * to [0, NSL_NBUCKETS - 1]. Shared by the BPF side and the unit test that
+ * checks it against plugin/hist.c's reference. A binary search for the
+ * highest bit of ns - 1: a dozen ALU instructions, no loop, no helper. */
+static __always_inline __u32 nsl_slot_of(__u64 ns) {
+  __u64 v = ns ? ns - 1 : 0;
+  __u32 r = 0, s;
+  s = (v > 0xFFFFFFFFULL) << 5;
+  v >>= s;
+  r |= s;
+  s = (v > 0xFFFF) << 4;
+  v >>= s;
+  r |= s;
+  s = (v > 0xFF) << 3;
+  v >>= s;
+  r |= s;
+  s = (v > 0xF) << 2;
+  v >>= s;
+  r |= s;
+  s = (v > 0x3) << 1;
+  v >>= s;
+  r |= s;
+  r |= (__u32)(v >> 1);
+  /* r = floor(log2(ns - 1)), so ceil(log2(ns)) = r + 1 for ns >= 2 */
+  __u32 bits = ns > 1 ? r + 1 : 0;
+  if (bits <= NSL_FIRST_SHIFT)
+    return 0;
+  bits -= NSL_FIRST_SHIFT;
+  return bits < NSL_NBUCKETS ? bits : NSL_NBUCKETS - 1;
+}
+
+enum nsl_groupby {
+  NSL_GROUP_NONE = 0,
+  NSL_GROUP_CGROUP,
+  NSL_GROUP_INTERFACE,
+};
+
+#endif

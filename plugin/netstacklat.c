@@ -1,0 +1,872 @@
+/* netstacklat: per-hook latency histograms of received packets, from the
+ * packet's receive timestamp to points of the network stack; dispatched as
+ * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat.bpf.c
+ * for the kernel side and docs/netstacklat.md for what each hook means. */
+#define _GNU_SOURCE 1 /* setns(), CLONE_NEWNET */
+#include "ebpf.h"
+#include "hist.h"
+#include "loader.h"
+#include "netstacklat.h"
+#include "netstacklat.skel.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <linux/net_tstamp.h>
+#include <math.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timex.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FEATURE "netstacklat"
+
+_Static_assert(NSL_NBUCKETS == HIST_NBUCKETS, "bucket layouts differ");
+_Static_assert(NSL_FIRST_SHIFT == HIST_FIRST_SHIFT, "bucket layouts differ");
+
+static const char *const hook_names[NSL_NHOOKS] = {
+    "ip_start",            "tcp_start",           "udp_start",
+    "tcp_socket_enqueued", "udp_socket_enqueued", "tcp_socket_read",
+    "udp_socket_read",
+};
+/* Hooks that see the packet before socket lookup: no socket, no cgroup. */
+static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
+
+static const char *const skip_names[NSL_NSKIPS] = {
+    "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
+    "skipped-map_full"};
+
+static const struct hook_def hook_defs[NSL_NHOOKS] = {
+    {"ip_start",
+     {{"ip_start_fentry_v4"},
+      {"ip_start_fentry_v6", true},
+      {"ip_start_tp"},
+      {"ip_start_kprobe_v4"},
+      {"ip_start_kprobe_v6", true}}},
+    {"tcp_start",
+     {{"tcp_start_fentry_v4"},
+      {"tcp_start_fentry_v6", true},
+      {"tcp_start_tp"},
+      {"tcp_start_kprobe_v4"},
+      {"tcp_start_kprobe_v6", true}}},
+    {"udp_start",
+     {{"udp_start_fentry_v4"},
+      {"udp_start_fentry_v6", true},
+      {"udp_start_kprobe_v4"},
+      {"udp_start_kprobe_v6", true}}},
+    {"tcp_socket_enqueued",
+     {{"tcp_enqueued_fexit"}, {"tcp_enqueued_tp"}, {"tcp_enqueued_kprobe"}}},
+    {"udp_socket_enqueued",
+     {{"udp_enqueued_fexit"},
+      {"udp_enqueued_tp"},
+      {"udp_enqueued_kprobe"},
+      {"udp_enqueued_kretprobe"}}},
+    {"tcp_socket_read",
+     {{"tcp_read_fentry"}, {"tcp_read_tp"}, {"tcp_read_kprobe"}}},
+    {"udp_socket_read", {{"udp_read_fentry"}, {"udp_read_kprobe"}}},
+};
+
+#define MAX_PERCENTILES 16
+
+static struct {
+  bool hooks_set;
+  bool hook_on[NSL_NHOOKS];
+  double pct[MAX_PERCENTILES];
+  int npct;
+  bool buckets;
+  char **cgroups;
+  size_t ncgroups;
+  char **ifaces;
+  size_t nifaces;
+  char *netns; /* "host", "all" or a name under /run/netns */
+  int groupby;
+  long long min_qlen;
+  bool include_hol;
+  long long max_groups;
+  bool timestamps; /* hold an SO_TIMESTAMPING socket */
+} cfg;
+
+static void cfg_defaults(void) {
+  cfg.hooks_set = false;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    cfg.hook_on[h] = true;
+  static const double def_pct[] = {50, 90, 99, 99.9};
+  cfg.npct = 4;
+  memcpy(cfg.pct, def_pct, sizeof(def_pct));
+  cfg.buckets = true;
+  cfg.groupby = NSL_GROUP_NONE;
+  cfg.min_qlen = 0;
+  cfg.include_hol = true;
+  cfg.max_groups = 1024;
+  cfg.timestamps = true;
+}
+
+/* --------------------------------------------------------------- config */
+
+static int cfg_hooks(const oconfig_item_t *ci) {
+  bool on[NSL_NHOOKS] = {0};
+  char buf[256];
+  if (ci->values_num < 1)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_STRING)
+      goto bad;
+    int h;
+    for (h = 0; h < NSL_NHOOKS; h++)
+      if (strcmp(ci->values[i].value.string, hook_names[h]) == 0)
+        break;
+    if (h == NSL_NHOOKS) {
+      E_ERROR("invalid value \"%s\" for option \"Hooks\" in block "
+              "<Netstacklat>: unknown hook (hooks: ip_start tcp_start "
+              "udp_start tcp_socket_enqueued udp_socket_enqueued "
+              "tcp_socket_read udp_socket_read).",
+              ci->values[i].value.string);
+      return -1;
+    }
+    on[h] = true;
+  }
+  memcpy(cfg.hook_on, on, sizeof(on));
+  cfg.hooks_set = true;
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"Hooks\" in block <Netstacklat>: "
+          "expected one or more hook names.",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
+static int cfg_percentiles(const oconfig_item_t *ci) {
+  char buf[256];
+  if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
+      goto bad;
+    double p = ci->values[i].value.number;
+    if (!(p > 0 && p <= 100))
+      goto bad;
+    cfg.pct[i] = p;
+  }
+  cfg.npct = ci->values_num;
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"Percentiles\" in block "
+          "<Netstacklat>: expected 1 to %d numbers in (0, 100], like 50 90 "
+          "99 99.9.",
+          cfg_values_str(ci, buf, sizeof(buf)), MAX_PERCENTILES);
+  return -1;
+}
+
+static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
+                      int n, int *out, const char *want) {
+  char *s = NULL;
+  if (cfg_string(ci, &s))
+    return -1;
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(s, names[i]) == 0) {
+      *out = i;
+      free(s);
+      return 0;
+    }
+  E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
+          "expected %s.",
+          s, ci->key, want);
+  free(s);
+  return -1;
+}
+
+static int check_path(const oconfig_item_t *ci, const char *p) {
+  const char *s = p;
+  while (*s == '/')
+    s++;
+  bool dots = false;
+  for (const char *q = s; *q; q++)
+    if ((q == s || q[-1] == '/') && q[0] == '.' && q[1] == '.' &&
+        (q[2] == '/' || q[2] == 0))
+      dots = true;
+  if (*s == 0 || dots) {
+    E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
+            "expected a cgroup path below the cgroup2 root, without \"..\".",
+            p, ci->key);
+    return -1;
+  }
+  return 0;
+}
+
+static int netstacklat_config(const oconfig_item_t *ci) {
+  int errors = 0;
+  bool seen[16] = {0};
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    const char *k = c->key;
+    int st = 0;
+    if (!strcasecmp(k, "Hooks"))
+      st = cfg_once(c, &seen[0]) || cfg_hooks(c);
+    else if (!strcasecmp(k, "Percentiles"))
+      st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
+    else if (!strcasecmp(k, "Buckets"))
+      st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
+    else if (!strcasecmp(k, "Cgroup")) {
+      size_t before = cfg.ncgroups;
+      st = cfg_strings_append(c, &cfg.cgroups, &cfg.ncgroups);
+      for (size_t j = before; !st && j < cfg.ncgroups; j++)
+        st = check_path(c, cfg.cgroups[j]);
+    } else if (!strcasecmp(k, "Interface")) {
+      st = cfg_strings_append(c, &cfg.ifaces, &cfg.nifaces);
+      for (size_t j = 0; !st && j < cfg.nifaces; j++)
+        if (strlen(cfg.ifaces[j]) >= IFNAMSIZ || strchr(cfg.ifaces[j], '/')) {
+          E_ERROR("invalid value \"%s\" for option \"Interface\" in block "
+                  "<Netstacklat>: not an interface name.",
+                  cfg.ifaces[j]);
+          st = -1;
+        }
+    } else if (!strcasecmp(k, "NetworkNamespace"))
+      st = cfg_once(c, &seen[3]) || cfg_string(c, &cfg.netns);
+    else if (!strcasecmp(k, "GroupBy")) {
+      static const char *const g[] = {"none", "cgroup", "interface"};
+      st = cfg_once(c, &seen[4]) ||
+           cfg_choice(c, g, 3, &cfg.groupby, "cgroup, interface or none");
+    } else if (!strcasecmp(k, "MinQueueLength"))
+      st = cfg_once(c, &seen[5]) ||
+           cfg_int_range(c, 0, 1000000, &cfg.min_qlen);
+    else if (!strcasecmp(k, "IncludeHOLBlocked"))
+      st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg.include_hol);
+    else if (!strcasecmp(k, "EnableTimestamps"))
+      st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg.timestamps);
+    else if (!strcasecmp(k, "MaxGroups"))
+      st = cfg_once(c, &seen[7]) ||
+           cfg_int_range(c, 1, 65536, &cfg.max_groups);
+    else
+      st = cfg_unknown(c, "Netstacklat");
+    if (st)
+      errors++;
+  }
+  if (!errors && (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
+      cfg.hooks_set) {
+    for (int h = 0; h < NSL_NHOOKS; h++)
+      if (cfg.hook_on[h] && !hook_has_socket(h)) {
+        E_ERROR("option \"Hooks\" in block <Netstacklat>: hook %s sees "
+                "packets before they have a socket, so it cannot be "
+                "filtered or grouped by cgroup; remove it or the cgroup "
+                "option.",
+                hook_names[h]);
+        errors++;
+      }
+  }
+  return errors ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- state */
+
+struct group_prev {
+  struct nsl_group_key key;
+  struct nsl_hist h;
+};
+
+static struct netstacklat_bpf *skel;
+static struct hook_state hooks[NSL_NHOOKS];
+static int ts_sock = -1;
+static int ncpus;
+static struct nsl_hist prev[NSL_NHOOKS];
+static struct group_prev *gprev; /* sorted by key */
+static size_t ngprev;
+static struct timespec last_read;
+static __u32 netns_inum;
+static char netns_path[512]; /* "" for our own netns */
+
+/* cgroup id -> path below the cgroup2 root */
+struct cg_name {
+  __u64 id;
+  char *rel;
+};
+static struct cg_name *cg_names;
+static size_t ncg_names, cap_cg_names;
+static __u64 *cg_filter_ids; /* what is in the BPF filter map, sorted */
+static size_t ncg_filter;
+
+static double now_mono(struct timespec *ts) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  return ts->tv_sec + ts->tv_nsec / 1e9;
+}
+
+static void set_tai_offset(void) {
+  struct timex tx = {0};
+  if (adjtimex(&tx) < 0)
+    return;
+  skel->bss->tai_offset_ns = (__s64)tx.tai * 1000000000LL;
+}
+
+/* --------------------------------------------------------------- cgroups */
+
+static int cmp_u64(const void *a, const void *b) {
+  __u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void cg_names_clear(void) {
+  for (size_t i = 0; i < ncg_names; i++)
+    free(cg_names[i].rel);
+  ncg_names = 0;
+}
+
+static void cg_add(__u64 id, const char *rel) {
+  if (ncg_names == cap_cg_names) {
+    size_t cap = cap_cg_names ? cap_cg_names * 2 : 256;
+    struct cg_name *n = realloc(cg_names, cap * sizeof(*n));
+    if (!n)
+      return;
+    cg_names = n;
+    cap_cg_names = cap;
+  }
+  cg_names[ncg_names].id = id;
+  cg_names[ncg_names].rel = strdup(rel);
+  if (cg_names[ncg_names].rel)
+    ncg_names++;
+}
+
+/* Depth-first walk of the cgroup2 tree: directories only. */
+static void cg_walk(int dfd, const char *rel, int depth) {
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_type != DT_DIR || e->d_name[0] == '.')
+      continue;
+    char sub[4096];
+    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+      cg_add((__u64)st.st_ino, sub);
+    if (depth < 64)
+      cg_walk(fd, sub, depth + 1);
+    else
+      close(fd);
+  }
+  closedir(d);
+}
+
+static int cmp_cg_name(const void *a, const void *b) {
+  return cmp_u64(&((const struct cg_name *)a)->id,
+                 &((const struct cg_name *)b)->id);
+}
+
+/* On cgroup2 a cgroup's id is its directory's inode number. */
+static void cg_names_refresh(void) {
+  const char *root = cgroup2_root();
+  cg_names_clear();
+  if (!root)
+    return;
+  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  struct stat st;
+  if (fstat(fd, &st) == 0)
+    cg_add((__u64)st.st_ino, "");
+  cg_walk(fd, "", 0);
+  qsort(cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
+}
+
+static const char *cg_name_of(__u64 id) {
+  struct cg_name k = {.id = id};
+  struct cg_name *n =
+      bsearch(&k, cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
+  return n ? n->rel : NULL;
+}
+
+/* Subtree semantics: a configured path (glob) selects that cgroup and
+ * every cgroup below it. Called at init and every interval, so cgroups
+ * created later are picked up. Returns how many ids are selected. */
+static size_t cg_filter_refresh(bool log_changes) {
+  const char *root = cgroup2_root();
+  if (!root)
+    return 0;
+  size_t rootlen = strlen(root);
+  __u64 *ids = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t p = 0; p < cfg.ncgroups; p++) {
+    const char *pat = cfg.cgroups[p];
+    while (*pat == '/')
+      pat++;
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/%s", root, pat);
+    glob_t gl;
+    if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
+      continue;
+    for (size_t k = 0; k < gl.gl_pathc; k++) {
+      const char *rel = gl.gl_pathv[k] + rootlen;
+      while (*rel == '/')
+        rel++;
+      size_t rl = strlen(rel);
+      /* Every known cgroup at or below rel. */
+      for (size_t i = 0; i < ncg_names; i++) {
+        const char *r = cg_names[i].rel;
+        if (strncmp(r, rel, rl) != 0 || (r[rl] != 0 && r[rl] != '/'))
+          continue;
+        if (n == cap) {
+          cap = cap ? cap * 2 : 64;
+          __u64 *t = realloc(ids, cap * sizeof(*t));
+          if (!t)
+            break;
+          ids = t;
+        }
+        ids[n++] = cg_names[i].id;
+      }
+    }
+    globfree(&gl);
+  }
+  qsort(ids, n, sizeof(*ids), cmp_u64);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || ids[u - 1] != ids[i])
+      ids[u++] = ids[i];
+  n = u;
+
+  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_filter);
+  __u8 one = 1;
+  size_t added = 0, removed = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!bsearch(&ids[i], cg_filter_ids, ncg_filter, sizeof(__u64), cmp_u64))
+      added += bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY) == 0;
+  for (size_t i = 0; i < ncg_filter; i++)
+    if (!bsearch(&cg_filter_ids[i], ids, n, sizeof(__u64), cmp_u64))
+      removed += bpf_map_delete_elem(fd, &cg_filter_ids[i]) == 0;
+  free(cg_filter_ids);
+  cg_filter_ids = ids;
+  ncg_filter = n;
+  if (log_changes && (added || removed))
+    E_INFO("netstacklat: cgroup filter now matches %zu cgroups (%zu new, "
+           "%zu gone).",
+           n, added, removed);
+  return n;
+}
+
+/* ---------------------------------------------------------------- loader */
+
+static struct bpf_object *nsl_open(void *ctx) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  skel = netstacklat_bpf__open_opts(&opts);
+  if (!skel)
+    return NULL;
+  skel->rodata->targ_netns = netns_inum;
+  skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
+  skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
+  skel->rodata->targ_groupby = (__u32)cfg.groupby;
+  skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
+  skel->rodata->targ_include_hol = cfg.include_hol;
+  bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
+                           cfg.groupby ? (__u32)(cfg.max_groups * NSL_NHOOKS)
+                                       : 1);
+  if (!cfg.ncgroups)
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter, 1);
+  if (!cfg.nifaces)
+    bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
+  return skel->obj;
+}
+
+static int nsl_load(void *ctx) { return netstacklat_bpf__load(skel); }
+
+static void nsl_destroy(void *ctx) {
+  netstacklat_bpf__destroy(skel);
+  skel = NULL;
+}
+
+/* Receive timestamps are taken only while some socket on the host asks
+ * for them: hold one such socket for as long as we run. The kernel turns
+ * the timestamping static key on from a work queue, ~100 ms later. */
+static int open_tstamp_socket(void) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) <
+      0) {
+    int err = -errno;
+    close(fd);
+    return err;
+  }
+  return fd;
+}
+
+static int resolve_netns(void) {
+  const char *ns = cfg.netns ? cfg.netns : "host";
+  if (!strcasecmp(ns, "all")) {
+    netns_inum = 0;
+    return 0;
+  }
+  char path[512];
+  if (!strcasecmp(ns, "host"))
+    snprintf(path, sizeof(path), "/proc/self/ns/net");
+  else if (ns[0] == '/')
+    snprintf(path, sizeof(path), "%s", ns);
+  else
+    snprintf(path, sizeof(path), "/run/netns/%s", ns);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    E_ERROR("netstacklat: option \"NetworkNamespace\" \"%s\": %s: %s", ns,
+            path, ERRSTR(errno));
+    return -EINVAL;
+  }
+  netns_inum = (__u32)st.st_ino;
+  netns_path[0] = 0;
+  if (strcasecmp(ns, "host") != 0)
+    snprintf(netns_path, sizeof(netns_path), "%s", path);
+  return 0;
+}
+
+/* Interface names belong to a network namespace: look them up in the one
+ * configured, from this thread only (setns changes the calling thread). */
+static int ifindexes(unsigned *out) {
+  int self = -1, target = -1, err = 0;
+  if (netns_path[0]) {
+    self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    target = open(netns_path, O_RDONLY | O_CLOEXEC);
+    if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) != 0) {
+      err = -errno;
+      E_ERROR("netstacklat: cannot enter network namespace %s to look up "
+              "interfaces: %s",
+              netns_path, ERRSTR(err));
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < cfg.nifaces; i++) {
+    out[i] = if_nametoindex(cfg.ifaces[i]);
+    if (out[i] == 0) {
+      E_ERROR("netstacklat: option \"Interface\" \"%s\": no such interface%s%s.",
+              cfg.ifaces[i], netns_path[0] ? " in " : "",
+              netns_path[0] ? netns_path : "");
+      err = -EINVAL;
+    }
+  }
+  if (netns_path[0] && setns(self, CLONE_NEWNET) != 0)
+    E_ERROR("netstacklat: cannot return to our network namespace: %s",
+            ERRSTR(errno));
+out:
+  if (self >= 0)
+    close(self);
+  if (target >= 0)
+    close(target);
+  return err;
+}
+
+static void netstacklat_shutdown(void);
+
+static int netstacklat_init(void) {
+  int err = resolve_netns();
+  if (err)
+    return err;
+  unsigned ifidx[cfg.nifaces + 1];
+  if (cfg.nifaces && (err = ifindexes(ifidx)) != 0)
+    return err;
+  if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
+    E_WARNING("netstacklat: no cgroup2 hierarchy is mounted: the Cgroup and "
+              "GroupBy cgroup options cannot work; netstacklat is disabled.");
+    return -ENOENT;
+  }
+  ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) {
+    E_WARNING("netstacklat: cannot count CPUs: %s", ERRSTR(ncpus));
+    return ncpus ? ncpus : -EINVAL;
+  }
+
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    hooks[h] = (struct hook_state){.def = &hook_defs[h],
+                                   .wanted = cfg.hook_on[h]};
+    if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
+        !hook_has_socket(h) && hooks[h].wanted) {
+      hooks[h].wanted = false;
+      E_INFO("netstacklat: hook %s is not loaded: it has no socket, so no "
+             "cgroup to filter or group by.",
+             hook_names[h]);
+    }
+  }
+  struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
+  int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
+  if (n <= 0 || !skel) {
+    E_WARNING("netstacklat: no hook could be attached; netstacklat is "
+              "disabled.");
+    if (skel)
+      netstacklat_shutdown();
+    return n < 0 ? n : -ENOENT;
+  }
+
+  int fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
+  __u8 one = 1;
+  for (size_t i = 0; i < cfg.nifaces; i++) {
+    __u32 idx = ifidx[i];
+    bpf_map_update_elem(fd, &idx, &one, BPF_ANY);
+  }
+  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
+    cg_names_refresh();
+  if (cfg.ncgroups && cg_filter_refresh(false) == 0)
+    E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
+              "matching cgroups are picked up when they appear.");
+
+  set_tai_offset();
+  ts_sock = cfg.timestamps ? open_tstamp_socket() : -1;
+  if (cfg.timestamps && ts_sock < 0)
+    E_WARNING("netstacklat: cannot enable receive timestamps "
+              "(SO_TIMESTAMPING): %s; packets are stamped only if another "
+              "socket asks for it.",
+              ERRSTR(ts_sock));
+  memset(prev, 0, sizeof(prev));
+  now_mono(&last_read);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ read */
+
+static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
+  memset(out, 0, sizeof(*out));
+  for (int c = 0; c < ncpus; c++) {
+    const struct nsl_hist *h = &percpu[c];
+    for (int k = 0; k < NSL_NBUCKETS; k++)
+      out->bucket[k] += h->bucket[k];
+    out->sum_ns += h->sum_ns;
+    for (int s = 0; s < NSL_NSKIPS; s++)
+      out->skipped[s] += h->skipped[s];
+  }
+}
+
+static char pct_names[MAX_PERCENTILES][16];
+
+static void pct_name(double p, char *buf, size_t len) {
+  char tmp[32];
+  snprintf(tmp, sizeof(tmp), "%g", p);
+  size_t o = 0;
+  buf[o++] = 'p';
+  for (char *s = tmp; *s && o + 1 < len; s++)
+    if (*s != '.')
+      buf[o++] = *s;
+  buf[o] = 0;
+}
+
+static void dispatch(const char *inst, const struct nsl_hist *now,
+                     const struct nsl_hist *before, double elapsed) {
+  uint64_t d[HIST_NBUCKETS];
+  uint64_t n = hist_delta((const uint64_t *)now->bucket,
+                          (const uint64_t *)before->bucket, d);
+  /* The counters are cumulative and never reset while we run. */
+  uint64_t total = hist_total((const uint64_t *)now->bucket);
+  submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
+  for (int s = 0; s < NSL_NSKIPS; s++)
+    submit_derive(FEATURE, inst, "operations", skip_names[s],
+                  (int64_t)now->skipped[s]);
+  double sum = (double)(now->sum_ns - before->sum_ns);
+  for (int i = 0; i < cfg.npct; i++)
+    submit_gauge(FEATURE, inst, "latency", pct_names[i],
+                 n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
+  submit_gauge(FEATURE, inst, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
+  submit_gauge(FEATURE, inst, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
+  if (cfg.buckets && elapsed > 0)
+    for (int k = 0; k < HIST_NBUCKETS; k++) {
+      char name[64];
+      hist_bucket_name((unsigned)k, name, sizeof(name));
+      submit_gauge(FEATURE, inst, "bucket", name, (double)d[k] / elapsed);
+    }
+}
+
+static int cmp_gkey(const void *a, const void *b) {
+  const struct nsl_group_key *x = a, *y = b;
+  if (x->hook != y->hook)
+    return x->hook < y->hook ? -1 : 1;
+  return x->group < y->group ? -1 : x->group > y->group;
+}
+
+static bool group_name(const struct nsl_group_key *k, char *buf, size_t len,
+                       bool *refreshed) {
+  if (cfg.groupby == NSL_GROUP_INTERFACE) {
+    char ifn[IF_NAMESIZE];
+    if (k->group == 0 || !if_indextoname((unsigned)k->group, ifn))
+      snprintf(ifn, sizeof(ifn), "if%llu", (unsigned long long)k->group);
+    return instance_from_path(ifn, buf, len) == 0;
+  }
+  const char *rel = cg_name_of(k->group);
+  if (!rel && !*refreshed) {
+    cg_names_refresh();
+    *refreshed = true;
+    rel = cg_name_of(k->group);
+  }
+  if (!rel)
+    return false; /* the cgroup is gone */
+  if (!*rel)
+    rel = "root";
+  return instance_from_path(rel, buf, len) == 0;
+}
+
+static void read_grouped(double elapsed) {
+  int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
+  size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
+  size_t cap = 256, n = 0;
+  struct nsl_group_key *keys = malloc(cap * sizeof(*keys));
+  struct nsl_hist *vals = malloc(cap * vsize);
+  if (!keys || !vals)
+    goto out;
+  /* Batched read; fall back to one key at a time where unsupported. */
+  __u32 out_batch = 0;
+  bool first = true;
+  for (;;) {
+    if (n == cap) {
+      cap *= 2;
+      struct nsl_group_key *k2 = realloc(keys, cap * sizeof(*keys));
+      if (!k2)
+        goto out;
+      keys = k2;
+      struct nsl_hist *v2 = realloc(vals, cap * vsize);
+      if (!v2)
+        goto out;
+      vals = v2;
+    }
+    __u32 count = (__u32)(cap - n);
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    int err = bpf_map_lookup_batch(fd, first ? NULL : &out_batch, &out_batch,
+                                   keys + n, (char *)vals + n * vsize, &count,
+                                   &bo);
+    first = false;
+    n += count;
+    if (err) {
+      if (errno == ENOENT)
+        break; /* end of map */
+      if (errno == ENOSPC && n < cap) /* a bucket bigger than the room */
+        continue;
+      if (errno == ENOSPC)
+        continue; /* grows at loop top */
+      E_WARNING("netstacklat: reading the grouped histograms failed: %s",
+                ERRSTR(errno));
+      goto out;
+    }
+  }
+
+  struct group_prev *cur = calloc(n ? n : 1, sizeof(*cur));
+  if (!cur)
+    goto out;
+  for (size_t i = 0; i < n; i++) {
+    cur[i].key = keys[i];
+    sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
+  }
+  qsort(cur, n, sizeof(*cur), cmp_gkey);
+  bool refreshed = false;
+  for (size_t i = 0; i < n; i++) {
+    if (cur[i].key.hook >= NSL_NHOOKS)
+      continue;
+    char gname[DATA_MAX_NAME_LEN - 32], inst[DATA_MAX_NAME_LEN];
+    if (!group_name(&cur[i].key, gname, sizeof(gname), &refreshed)) {
+      /* The group is gone: free its slot for new groups. */
+      bpf_map_delete_elem(fd, &cur[i].key);
+      continue;
+    }
+    snprintf(inst, sizeof(inst), "%s-%s", hook_names[cur[i].key.hook], gname);
+    struct group_prev *p =
+        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+    static const struct nsl_hist zero;
+    dispatch(inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+  }
+  free(gprev);
+  gprev = cur;
+  ngprev = n;
+out:
+  free(keys);
+  free(vals);
+}
+
+static int netstacklat_read(void) {
+  if (!skel)
+    return -1;
+  struct timespec ts;
+  double t = now_mono(&ts);
+  double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
+  last_read = ts;
+  set_tai_offset();
+  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
+    cg_names_refresh();
+  if (cfg.ncgroups)
+    cg_filter_refresh(true);
+
+  int fd = bpf_map__fd(skel->maps.netstacklat_seconds);
+  struct nsl_hist *percpu = calloc((size_t)ncpus, sizeof(*percpu));
+  if (!percpu)
+    return -1;
+  for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    if (bpf_map_lookup_elem(fd, &h, percpu) != 0)
+      continue;
+    struct nsl_hist now;
+    sum_cpus(percpu, &now);
+    if (cfg.groupby == NSL_GROUP_NONE)
+      dispatch(hook_names[h], &now, &prev[h], elapsed);
+    else if (now.skipped[NSL_SKIP_MAP_FULL])
+      submit_derive(FEATURE, hook_names[h], "operations",
+                    skip_names[NSL_SKIP_MAP_FULL],
+                    (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
+    prev[h] = now;
+  }
+  free(percpu);
+  if (cfg.groupby != NSL_GROUP_NONE)
+    read_grouped(elapsed);
+  return 0;
+}
+
+static void netstacklat_shutdown(void) {
+  loader_detach(hooks, NSL_NHOOKS);
+  if (skel)
+    netstacklat_bpf__destroy(skel);
+  skel = NULL;
+  if (ts_sock >= 0)
+    close(ts_sock);
+  ts_sock = -1;
+  free(gprev);
+  gprev = NULL;
+  ngprev = 0;
+  cg_names_clear();
+  free(cg_names);
+  cg_names = NULL;
+  cap_cg_names = 0;
+  free(cg_filter_ids);
+  cg_filter_ids = NULL;
+  ncg_filter = 0;
+  cfg_free_list(cfg.cgroups);
+  cfg_free_list(cfg.ifaces);
+  free(cfg.netns);
+  memset(&cfg, 0, sizeof(cfg));
+  cfg_defaults();
+}
+
+static struct bpf_object *netstacklat_object(void) {
+  return skel ? skel->obj : NULL;
+}
+
+static int netstacklat_config_entry(const oconfig_item_t *ci) {
+  static bool defaults_set;
+  if (!defaults_set) {
+    cfg_defaults();
+    defaults_set = true;
+  }
+  int st = netstacklat_config(ci);
+  for (int i = 0; i < cfg.npct; i++)
+    pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
+  return st;
+}
+
+const struct ebpf_feature feature_netstacklat = {
+    .block = "Netstacklat",
+    .name = FEATURE,
+    .config = netstacklat_config_entry,
+    .init = netstacklat_init,
+    .read = netstacklat_read,
+    .shutdown = netstacklat_shutdown,
+    .bpf_object = netstacklat_object,
+};

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Traffic for the netstacklat tests, run inside the test's namespaces.
+
+  recv-udp ADDR PORT N           receive N datagrams, print the count
+  send-udp ADDR PORT N           send N datagrams of 64 bytes
+  recv-tcp ADDR PORT M DELAY_MS  accept one connection; M times: wait until
+                                 a message is readable, sleep DELAY_MS, read
+                                 it, answer one byte
+  send-tcp ADDR PORT M           connect, send M messages of 100 bytes, each
+                                 after the previous one was answered
+A line "ready" on stdout tells that a receiver listens."""
+import select
+import socket
+import sys
+import time
+
+
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def main():
+    cmd, addr, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    fam = family(addr)
+    if cmd == "recv-udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.bind((addr, port))
+        print("ready", flush=True)
+        s.settimeout(20)
+        got = 0
+        while got < n:
+            s.recv(2048)
+            got += 1
+        print(got, flush=True)
+    elif cmd == "send-udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        for _ in range(n):
+            s.sendto(b"u" * 64, (addr, port))
+            time.sleep(0.0005)
+    elif cmd == "recv-tcp":
+        delay = float(sys.argv[5]) / 1000.0
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((addr, port))
+        ls.listen(1)
+        print("ready", flush=True)
+        c, _ = ls.accept()
+        for _ in range(n):
+            select.select([c], [], [], 20)
+            if delay:
+                time.sleep(delay)
+            data = c.recv(100)
+            if not data:
+                break
+            c.send(b"k")
+        # Wait for the peer's FIN, then close.
+        c.settimeout(20)
+        c.recv(1)
+        c.close()
+        print(n, flush=True)
+    elif cmd == "send-tcp":
+        c = socket.create_connection((addr, port), timeout=20)
+        for _ in range(n):
+            c.send(b"t" * 100)
+            c.recv(1)
+        c.close()
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
