@@ -153,4 +153,8 @@ vmlinux:
 clean:
 	rm -rf $(BUILD)
 
+# Further targets (check-vm, bench, packages...) each in a fragment of its
+# own; a fragment may add to DEB_PKGS.
+include $(wildcard mk/*.mk)
+
 -include $(wildcard $(BUILD)/plugin/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
