@@ -100,11 +100,19 @@ $(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
 
+# The config test includes the core and links the features' objects.
+$(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o -o $@ -lbpf -lelf -lz -lm
+
+$(UNIT_BINS): $(SKELS)
 
 unit: $(UNIT_BINS)
 	$(Q)tests/run --unit-only

@@ -24,8 +24,21 @@ static bool running[NFEATURES];    /* init succeeded */
 static int config_errors;          /* init fails when > 0 */
 static int stats_fd = -1;          /* bpf_enable_stats() */
 
+static bool seen_attach, seen_stats, seen_btf;
+
+/* Back to the state before any configuration (after shutdown, and between
+ * the cases of the unit tests). */
+static void config_reset(void) {
+  memset(configured, 0, sizeof(configured));
+  config_errors = 0;
+  seen_attach = seen_stats = seen_btf = false;
+  ebpf_global.attach_mode = ATTACH_AUTO;
+  ebpf_global.bpf_stats = false;
+  free(ebpf_global.btf_path);
+  ebpf_global.btf_path = NULL;
+}
+
 static int config_global(const oconfig_item_t *ci) {
-  static bool seen_attach, seen_stats, seen_btf;
   if (strcasecmp(ci->key, "AttachMode") == 0) {
     char *s = NULL;
     if (cfg_once(ci, &seen_attach) || cfg_string(ci, &s))
@@ -180,7 +193,7 @@ static int ebpf_read(void) {
 
 static int ebpf_shutdown(void) {
   for (size_t f = 0; f < NFEATURES; f++) {
-    if (running[f])
+    if (running[f] || configured[f])
       features[f]->shutdown();
     running[f] = false;
   }
@@ -189,8 +202,7 @@ static int ebpf_shutdown(void) {
   stats_fd = -1;
   loader_log_restore();
   cgroup2_reset();
-  free(ebpf_global.btf_path);
-  ebpf_global.btf_path = NULL;
+  config_reset();
   return 0;
 }
 

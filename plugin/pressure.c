@@ -31,7 +31,7 @@ struct psi_source {
   bool seen; /* matched in this interval's scan */
 };
 
-static struct psi_source host;
+static struct psi_source host = {.fd = {-1, -1, -1, -1}};
 static struct psi_source *groups;
 static size_t ngroups;
 static unsigned host_res; /* resources the host actually provides */
