@@ -50,7 +50,7 @@ PLUGIN_OBJS := $(PLUGIN_SRCS:plugin/%.c=$(BUILD)/plugin/%.o)
 PLUGIN_SO   := $(BUILD)/ebpf.so
 UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TEST_HELPERS := $(BUILD)/tests/loader_check
+TEST_HELPERS := $(BUILD)/tests/loader_check $(BUILD)/tests/read_cost
 
 .PHONY: all help deps run check unit integration install uninstall clean vmlinux
 
@@ -100,7 +100,13 @@ $(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
 
-# The config test includes the core and links the features' objects.
+# The config test and the read-cost probe include the core and link the
+# features' objects.
+$(BUILD)/tests/read_cost: tests/helpers/read_cost.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)

@@ -140,16 +140,14 @@ static int read_psi(int fd, struct psi_stats *st) {
   return psi_parse(buf, (size_t)n, st);
 }
 
-static void submit_line(const char *inst, const char *kind,
-                        const struct psi_line *l) {
-  char ti[32];
+static void submit_line(const char *inst, int full, const struct psi_line *l) {
+  static const char *const ti[2][3] = {
+      {"some-avg10", "some-avg60", "some-avg300"},
+      {"full-avg10", "full-avg60", "full-avg300"}};
   const double avg[3] = {l->avg10, l->avg60, l->avg300};
-  static const char *const win[3] = {"avg10", "avg60", "avg300"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(ti, sizeof(ti), "%s-%s", kind, win[i]);
-    submit_gauge(FEATURE, inst, "percent", ti, avg[i]);
-  }
-  submit_derive(FEATURE, inst, "total_time_in_ms", kind,
+  for (int i = 0; i < 3; i++)
+    submit_gauge(FEATURE, inst, "percent", ti[full][i], avg[i]);
+  submit_derive(FEATURE, inst, "total_time_in_ms", full ? "full" : "some",
                 (int64_t)(l->total_us / 1000));
 }
 
@@ -164,9 +162,9 @@ static int read_source(struct psi_source *s, int r) {
   else
     snprintf(inst, sizeof(inst), "%s", res_name[r]);
   if (st.some.present)
-    submit_line(inst, "some", &st.some);
+    submit_line(inst, 0, &st.some);
   if (st.full.present)
-    submit_line(inst, "full", &st.full);
+    submit_line(inst, 1, &st.full);
   return 0;
 }
 

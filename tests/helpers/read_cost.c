@@ -1,0 +1,88 @@
+/* CPU time of the plugin's read callback, outside collectd (mock dispatch).
+ * Usage: read_cost ROUNDS CONFIG_FILE_OF_KEY_VALUE_LINES
+ * The config is the body of <Plugin ebpf> in a tiny format, one option per
+ * line: "Block/Key value..." (strings quoted, numbers and true/false bare). */
+#include "../../plugin/ebpf.c"
+#include "mock_collectd.h"
+
+#include <time.h>
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static oconfig_item_t *child(oconfig_item_t *parent, const char *key) {
+  for (int i = 0; i < parent->children_num; i++)
+    if (!strcmp(parent->children[i].key, key))
+      return &parent->children[i];
+  mock_child(parent, mock_ci(key));
+  return &parent->children[parent->children_num - 1];
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s ROUNDS CONFIG\n", argv[0]);
+    return 2;
+  }
+  int rounds = atoi(argv[1]);
+  FILE *f = fopen(argv[2], "r");
+  if (!f) {
+    perror(argv[2]);
+    return 2;
+  }
+  oconfig_item_t *root = mock_ci("Plugin");
+  char line[1024];
+  while (fgets(line, sizeof(line), f)) {
+    char *key = strtok(line, " \t\n");
+    if (!key || *key == '#')
+      continue;
+    oconfig_item_t *parent = root;
+    char *slash = strchr(key, '/');
+    if (slash) {
+      *slash = 0;
+      parent = child(root, key);
+      key = slash + 1;
+    }
+    oconfig_item_t *o = mock_ci(key);
+    for (char *v; (v = strtok(NULL, " \t\n"));) {
+      if (*v == '"') {
+        v[strlen(v) - 1] = 0;
+        mock_str(o, v + 1);
+      } else if (!strcmp(v, "true") || !strcmp(v, "false")) {
+        mock_bool(o, !strcmp(v, "true"));
+      } else {
+        mock_num(o, atof(v));
+      }
+    }
+    mock_child(parent, o);
+  }
+  fclose(f);
+  ebpf_config(root);
+  double t0 = cpu_now();
+  if (ebpf_init() != 0) {
+    for (int i = 0; i < mock_nlog; i++)
+      fprintf(stderr, "%s\n", mock_log[i]);
+    return 1;
+  }
+  double t_init = cpu_now() - t0;
+  double total = 0, worst = 0;
+  int values = 0;
+  for (int i = 0; i < rounds; i++) {
+    mock_reset();
+    double a = cpu_now();
+    ebpf_read();
+    double d = cpu_now() - a;
+    total += d;
+    if (d > worst)
+      worst = d;
+    values = mock_nvalues;
+  }
+  printf("init_cpu_ms=%.3f\nread_cpu_ms_mean=%.4f\nread_cpu_ms_max=%.4f\n"
+         "values_per_read=%d\n",
+         t_init * 1e3, total / rounds * 1e3, worst * 1e3, values);
+  ebpf_shutdown();
+  mock_ci_free(root);
+  return 0;
+}
