@@ -52,7 +52,17 @@ UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(BUILD)/tests/loader_check $(BUILD)/tests/read_cost
 
+.DEFAULT_GOAL := all
 .PHONY: all help deps run check unit integration install uninstall clean vmlinux
+
+# Debian packages the build, `make run` and `make check` need.
+DEB_PKGS := make gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev \
+	zlib1g-dev pkg-config collectd-core collectd-dev collectd-utils librrd8 \
+	rrdtool iproute2 procps python3 util-linux
+
+# Further targets (check-vm, bench, fuzz, packages...) each in a fragment of
+# its own, included before the rules that use TEST_HELPERS and DEB_PKGS.
+include $(wildcard mk/*.mk)
 
 all: $(PLUGIN_SO)
 
@@ -133,10 +143,6 @@ run: deps $(PLUGIN_SO)
 	$(Q)tests/run-collectd "$(RUN_DIR)" "$(RUN_SECONDS)" "$(CURDIR)/$(PLUGIN_SO)"
 
 # ------------------------------------------------------------- dependencies
-# Debian packages the build, `make run` and `make check` need.
-DEB_PKGS := make gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev \
-	zlib1g-dev pkg-config collectd-core collectd-dev collectd-utils librrd8 \
-	rrdtool iproute2 procps python3 util-linux
 deps:
 	$(Q)missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; \
@@ -166,9 +172,5 @@ vmlinux:
 
 clean:
 	rm -rf $(BUILD)
-
-# Further targets (check-vm, bench, packages...) each in a fragment of its
-# own; a fragment may add to DEB_PKGS.
-include $(wildcard mk/*.mk)
 
 -include $(wildcard $(BUILD)/plugin/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
