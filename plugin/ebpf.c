@@ -106,6 +106,37 @@ static int ebpf_config(oconfig_item_t *ci) {
   return 0;
 }
 
+/* Say up front which capabilities are missing for BPF, rather than leave
+ * the user to decode EPERM from each feature. */
+static void check_capabilities(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  if (!f)
+    return;
+  char line[256];
+  unsigned long long eff = 0;
+  bool found = false;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+      found = true;
+      break;
+    }
+  fclose(f);
+  if (!found)
+    return;
+#define HAS(cap) ((eff >> (cap)) & 1)
+  enum { NET_ADMIN = 12, SYS_ADMIN = 21, PERFMON = 38, BPF = 39 };
+  if (HAS(SYS_ADMIN) || (HAS(BPF) && HAS(PERFMON)))
+    return;
+  E_WARNING("collectd lacks %s%s%s (and CAP_SYS_ADMIN): BPF programs cannot "
+            "be loaded, so netstacklat and tcp_window will be disabled. Give "
+            "collectd CAP_BPF and CAP_PERFMON (kernel >= 5.8; CAP_SYS_ADMIN "
+            "before), plus CAP_NET_ADMIN for a named NetworkNamespace%s.",
+            HAS(BPF) ? "" : "CAP_BPF", !HAS(BPF) && !HAS(PERFMON) ? " and " : "",
+            HAS(PERFMON) ? "" : "CAP_PERFMON",
+            HAS(NET_ADMIN) ? "" : " (also missing)");
+#undef HAS
+}
+
 static int ebpf_init(void) {
   if (config_errors) {
     E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
@@ -113,6 +144,11 @@ static int ebpf_init(void) {
     return -1;
   }
   loader_log_install();
+  for (size_t f = 0; f < NFEATURES; f++)
+    if (configured[f] && features[f]->bpf_object) {
+      check_capabilities();
+      break;
+    }
 
   if (ebpf_global.bpf_stats) {
     stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);

@@ -56,7 +56,8 @@ static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
     else if (level == LIBBPF_INFO)
       sev = LOG_INFO;
   }
-  plugin_log(sev, LOG_PREFIX "libbpf: %s", msg);
+  plugin_log(sev, LOG_PREFIX "%s%s",
+             strncmp(msg, "libbpf: ", 8) == 0 ? "" : "libbpf: ", msg);
   return (int)n;
 }
 
