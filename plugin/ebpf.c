@@ -137,6 +137,20 @@ static void check_capabilities(void) {
 #undef HAS
 }
 
+/* CO-RE needs the running kernel's BTF (or BTFPath): say so once. */
+static void check_btf(void) {
+  const char *path = ebpf_global.btf_path ? ebpf_global.btf_path
+                                          : "/sys/kernel/btf/vmlinux";
+  if (access(path, R_OK) == 0)
+    return;
+  E_WARNING("BTF file %s: %s; BPF features cannot relocate their programs "
+            "(CO-RE) and will be disabled%s.",
+            path, ERRSTR(errno),
+            ebpf_global.btf_path ? ""
+                                 : " (kernel without CONFIG_DEBUG_INFO_BTF: "
+                                   "set BTFPath to a BTF file for it)");
+}
+
 static int ebpf_init(void) {
   if (config_errors) {
     E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
@@ -147,6 +161,7 @@ static int ebpf_init(void) {
   for (size_t f = 0; f < NFEATURES; f++)
     if (configured[f] && features[f]->bpf_object) {
       check_capabilities();
+      check_btf();
       break;
     }
 

@@ -75,7 +75,8 @@ class Collectd:
     """One collectd process with the plugin; `ebpf_conf` is the body of
     <Plugin ebpf>. Values are read back from the csv plugin's files."""
 
-    def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True):
+    def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True, wrapper=()):
+        self.wrapper = list(wrapper)  # e.g. setpriv with fewer capabilities
         self.dir = tempfile.mkdtemp(prefix="ebpf-test-")
         self.interval = interval
         self.proc = None
@@ -112,7 +113,7 @@ LoadPlugin csv
 
     # -- process
     def start(self, wait_init=True):
-        self.proc = subprocess.Popen([COLLECTD, "-f", "-C", self.conf],
+        self.proc = subprocess.Popen(self.wrapper + [COLLECTD, "-f", "-C", self.conf],
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.STDOUT)
         if wait_init:
