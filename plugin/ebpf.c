@@ -15,6 +15,7 @@ struct ebpf_global ebpf_global;
 
 static const struct ebpf_feature *const features[] = {
     &feature_pressure,
+    &feature_tcp_window,
 };
 #define NFEATURES (sizeof(features) / sizeof(features[0]))
 
