@@ -18,6 +18,9 @@
 /* Set by user space before load. */
 const volatile __u32 targ_threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
 const volatile __u32 targ_netns = 0; /* 0: every network namespace */
+/* The sk_storage work of clamp_transitions is most of this program's cost
+ * on the tracepoint (docs/tcp_window.md): it can be switched off. */
+const volatile bool targ_transitions = false;
 
 /* tcp_window/operations-clamps */
 struct {
@@ -70,7 +73,7 @@ static __always_inline void handle(struct sock *sk, __u32 rcv_ssthresh) {
 
   if (low)
     add(&tcp_window_clamps_total);
-  if (!sk)
+  if (!sk || !targ_transitions)
     return;
 
   if (low) {

@@ -29,7 +29,7 @@
 static struct {
   long long threshold;
   double stalled_after;
-  bool clamps, tcp_memory, stalled;
+  bool clamps, transitions, tcp_memory, stalled;
   char *netns; /* path of a network namespace file, or NULL */
 } cfg;
 
@@ -38,6 +38,9 @@ static void cfg_defaults(void) {
   cfg.threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
   cfg.stalled_after = 60;
   cfg.clamps = cfg.tcp_memory = cfg.stalled = true;
+  /* Off by default: its sk_storage work takes the tracepoint flavour from
+   * ~1.3x to ~2.2x an empty program (docs/tcp_window.md). */
+  cfg.transitions = false;
   cfg.netns = NULL;
 }
 
@@ -46,7 +49,7 @@ static void cfg_defaults(void) {
 static int tcp_window_config(const oconfig_item_t *ci) {
   int errors = 0;
   bool seen_thr = false, seen_sa = false, seen_cl = false, seen_tm = false,
-       seen_st = false, seen_ns = false;
+       seen_st = false, seen_ns = false, seen_tr = false;
   cfg_defaults();
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
@@ -61,6 +64,8 @@ static int tcp_window_config(const oconfig_item_t *ci) {
            cfg_seconds(c, 0.001, UINT32_MAX / 1000, &cfg.stalled_after);
     else if (strcasecmp(c->key, "Clamps") == 0)
       st = cfg_once(c, &seen_cl) || cfg_bool(c, &cfg.clamps);
+    else if (strcasecmp(c->key, "ClampTransitions") == 0)
+      st = cfg_once(c, &seen_tr) || cfg_bool(c, &cfg.transitions);
     else if (strcasecmp(c->key, "TcpMemory") == 0)
       st = cfg_once(c, &seen_tm) || cfg_bool(c, &cfg.tcp_memory);
     else if (strcasecmp(c->key, "StalledReceivers") == 0)
@@ -113,6 +118,7 @@ static struct bpf_object *clamps_open(void *ctx) {
     return NULL;
   skel->rodata->targ_threshold = (__u32)cfg.threshold;
   skel->rodata->targ_netns = netns_ino;
+  skel->rodata->targ_transitions = cfg.transitions;
   /* The empty twin exists only to measure the tracepoint's floor. */
   bpf_program__set_autoload(skel->progs.tcp_window_empty, false);
   return skel->obj;
@@ -160,7 +166,7 @@ static void clamps_read(void) {
   if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0)
     submit_derive(FEATURE, "", "operations", "clamps", (int64_t)v);
   /* The kprobe flavour has no sk_storage, so no transitions. */
-  if (hooks[0].flavour != FLAVOUR_KPROBE &&
+  if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
       percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
     submit_derive(FEATURE, "", "operations", "clamp_transitions", (int64_t)v);
 }
