@@ -174,3 +174,12 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard $(BUILD)/plugin/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
+
+# Measurements for docs/tcp_window.md (not part of `make check`).
+$(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
+		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
+		$(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
+		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
+		-o $@ -lbpf -lelf -lz -lm

@@ -16,6 +16,7 @@
 static const struct ebpf_feature *const features[] = {
     &feature_pressure,
     &feature_netstacklat,
+    &feature_tcp_window,
 };
 #define NFEATURES (sizeof(features) / sizeof(features[0]))
 

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcp_window: receive-window clamps. One static handler, three attach
+ * flavours (the loader picks one at run time, see plugin/tcp_window.c):
+ *   fexit/tcp_try_rmem_schedule      the reference definition
+ *   kprobe + kretprobe on the same   the reference, for kernels without
+ *                                     BPF trampolines
+ *   tp_btf/sk_data_ready             for kernels where only tracepoints
+ *                                     attach (docs/tcp_window.md says how
+ *                                     its meaning differs)
+ * Each map is named after the metric it feeds. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "tcp_window.h"
+
+/* Set by user space before load. */
+const volatile __u32 targ_threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
+const volatile __u32 targ_netns = 0; /* 0: every network namespace */
+/* The sk_storage work of clamp_transitions is most of this program's cost
+ * on the tracepoint (docs/tcp_window.md): it can be switched off. */
+const volatile bool targ_transitions = false;
+
+/* tcp_window/operations-clamps */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} tcp_window_clamps_total SEC(".maps");
+
+/* tcp_window/operations-clamp_transitions */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} tcp_window_clamp_transitions_total SEC(".maps");
+
+/* Per socket: 1 while the socket is "armed", i.e. it was last seen with
+ * rcv_ssthresh >= threshold, so that falling below counts one transition.
+ * Freed by the kernel with the socket. */
+struct {
+  __uint(type, BPF_MAP_TYPE_SK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, __u8);
+} tcp_window_armed SEC(".maps");
+
+/* kprobe flavour: the socket of a tcp_try_rmem_schedule() call in flight.
+ * Keyed by the full pid_tgid, not the tgid: two threads of one process
+ * receiving at the same time would otherwise overwrite each other's entry. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 10240);
+  __type(key, __u64);
+  __type(value, struct sock *);
+} tcp_window_inflight SEC(".maps");
+
+static __always_inline void add(void *map) {
+  __u32 zero = 0;
+  __u64 *v = bpf_map_lookup_elem(map, &zero);
+  if (v)
+    *v += 1; /* per-CPU slot: no atomic needed */
+}
+
+/* The logic, once. `sk` is a BTF pointer for the tracing flavours and NULL
+ * for the kprobe flavour (sk_storage helpers are not available to kprobes,
+ * so that flavour counts clamps only). */
+static __always_inline void handle(struct sock *sk, __u32 rcv_ssthresh) {
+  bool low = rcv_ssthresh < targ_threshold;
+
+  if (low)
+    add(&tcp_window_clamps_total);
+  if (!sk || !targ_transitions)
+    return;
+
+  if (low) {
+    /* Most sockets never own sk_storage: skip the helper for them. */
+    if (!sk->sk_bpf_storage)
+      return;
+    __u8 *armed = bpf_sk_storage_get(&tcp_window_armed, sk, 0, 0);
+    if (armed && *armed) {
+      *armed = 0;
+      add(&tcp_window_clamp_transitions_total);
+    }
+  } else {
+    __u8 *armed = bpf_sk_storage_get(&tcp_window_armed, sk, 0,
+                                     BPF_SK_STORAGE_GET_F_CREATE);
+    if (armed && !*armed)
+      *armed = 1;
+  }
+}
+
+static __always_inline bool netns_wanted(struct sock *sk) {
+  return !targ_netns || sk->__sk_common.skc_net.net->ns.inum == targ_netns;
+}
+
+SEC("fexit/tcp_try_rmem_schedule")
+int BPF_PROG(tcp_window_fexit, struct sock *sk, struct sk_buff *skb,
+             unsigned int size, int ret) {
+  if (!netns_wanted(sk))
+    return 0;
+  handle(sk, ((struct tcp_sock *)sk)->rcv_ssthresh);
+  return 0;
+}
+
+SEC("kprobe/tcp_try_rmem_schedule")
+int BPF_KPROBE(tcp_window_kprobe, struct sock *sk) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (targ_netns && BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) !=
+                        targ_netns)
+    return 0;
+  bpf_map_update_elem(&tcp_window_inflight, &id, &sk, BPF_ANY);
+  return 0;
+}
+
+SEC("kretprobe/tcp_try_rmem_schedule")
+int BPF_KRETPROBE(tcp_window_kretprobe) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct sock **skp = bpf_map_lookup_elem(&tcp_window_inflight, &id);
+  if (!skp)
+    return 0;
+  struct tcp_sock *tp = (struct tcp_sock *)*skp;
+  bpf_map_delete_elem(&tcp_window_inflight, &id);
+  handle(NULL, BPF_CORE_READ(tp, rcv_ssthresh));
+  return 0;
+}
+
+/* sk_data_ready (added in 2023 with "net: add tracepoints for data
+ * send/receive on sockets"; not in 6.1) fires after a segment has been queued, or after
+ * tcp_try_rmem_schedule() failed and the segment is about to be dropped: the
+ * rcv_ssthresh read here is the one left by the receive path's pruning. It
+ * fires for every socket family, hence the cheap protocol test first. */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(tcp_window_sk_data_ready, const struct sock *csk) {
+  struct sock *sk = (struct sock *)csk;
+  if (sk->sk_protocol != IPPROTO_TCP)
+    return 0;
+  /* A listener's data_ready is a new connection, not data. */
+  if (sk->__sk_common.skc_state == TCP_LISTEN)
+    return 0;
+  struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+  if (!tp || !netns_wanted(sk))
+    return 0;
+  handle(sk, tp->rcv_ssthresh);
+  return 0;
+}
+
+/* Floor for the cost figures in docs/tcp_window.md: the same tracepoint
+ * with nothing in it. Never autoloaded by the plugin. */
+SEC("tp_btf/sk_data_ready")
+int tcp_window_empty(void *ctx) { return 0; }
+
+char LICENSE[] SEC("license") = "GPL";

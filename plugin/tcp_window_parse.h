@@ -1,0 +1,40 @@
+/* Pure readers of the tcp_window feature (no I/O, no globals): the "TCP:"
+ * line of /proc/net/sockstat, /proc/sys/net/ipv4/tcp_mem, and a walk over a
+ * buffer of NETLINK_SOCK_DIAG inet_diag replies. Every buffer is (buf, len),
+ * need not be NUL-terminated nor aligned, and is never read past len: the
+ * sock_diag walk is fuzzed. */
+#ifndef EBPF_TCP_WINDOW_PARSE_H
+#define EBPF_TCP_WINDOW_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The "mem" field of the "TCP:" line of /proc/net/sockstat, in pages:
+ *   TCP: inuse 1 orphan 0 tw 0 alloc 1 mem 114
+ * Returns 0, -ENOENT when there is no TCP line or it has no mem field,
+ * -EINVAL when the value is not a decimal number, -ERANGE on overflow. */
+int sockstat_tcp_mem(const char *buf, size_t len, uint64_t *pages);
+
+/* /proc/sys/net/ipv4/tcp_mem: exactly three decimal numbers (pages: low,
+ * pressure, max) separated by blanks, optional final newline.
+ * Returns 0, -EINVAL when malformed, -ERANGE on overflow. */
+int tcp_mem_parse(const char *buf, size_t len, uint64_t out[3]);
+
+struct stall_acc {
+  uint64_t sockets;       /* inet_diag messages seen */
+  uint64_t stalled;       /* unread data, nothing received for > limit */
+  uint64_t stalled_bytes; /* sum of their idiag_rqueue */
+  uint64_t no_info;       /* unread data but no usable INET_DIAG_INFO */
+};
+
+/* Walks one recv() worth of netlink messages of an inet_diag dump and adds
+ * to *acc. A socket counts as stalled when idiag_rqueue > 0 and
+ * tcp_info.tcpi_last_data_recv > stalled_ms. Listening sockets (whose
+ * rqueue is the accept backlog) are skipped.
+ * Returns 1 when NLMSG_DONE was seen (the dump is complete), 0 when more
+ * is to come, -EBADMSG for a malformed buffer, or the negative errno of an
+ * NLMSG_ERROR reply (-EPROTO if that errno is 0 or out of range). */
+int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
+                  struct stall_acc *acc);
+
+#endif
