@@ -226,8 +226,12 @@ static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
 static __always_inline bool hol_ok(const struct sock *sk, const bool probed) {
   if (targ_include_hol)
     return true;
+  /* A probe read in every flavour: the verifier types sk as struct sock
+   * (no tcp_sock field is reachable by a direct load), and skb->sk is an
+   * RCU pointer that bpf_skc_to_tcp_sock() refuses. Only paid with
+   * IncludeHOLBlocked false. */
   const struct tcp_sock *tp = (const void *)sk;
-  return RD(probed, tp, out_of_order_queue.rb_node) == NULL;
+  return BPF_CORE_READ(tp, out_of_order_queue.rb_node) == NULL;
 }
 
 /* ===================================================== ip_start */

@@ -100,9 +100,12 @@ static __always_inline bool netns_wanted(struct sock *sk) {
 SEC("fexit/tcp_try_rmem_schedule")
 int BPF_PROG(tcp_window_fexit, struct sock *sk, struct sk_buff *skb,
              unsigned int size, int ret) {
-  if (!netns_wanted(sk))
+  /* sk is typed struct sock for the verifier: tcp_sock fields need the
+   * checked cast. */
+  struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+  if (!tp || !netns_wanted(sk))
     return 0;
-  handle(sk, ((struct tcp_sock *)sk)->rcv_ssthresh);
+  handle(sk, tp->rcv_ssthresh);
   return 0;
 }
 

@@ -28,9 +28,25 @@ static bool log_installed;
 static int log_quiet;          /* > 0 while probing: libbpf noise is DEBUG */
 static char log_blame[64];     /* last program libbpf failed to load */
 
+/* Logs the last lines of a long message (a verifier log ends with the
+ * reason), one collectd line each. */
+static void log_tail(int sev, char *msg, int lines) {
+  char *p = msg + strlen(msg);
+  int n = 0;
+  while (p > msg && n <= lines)
+    if (*--p == '\n')
+      n++;
+  if (p > msg)
+    p++;
+  for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n"))
+    plugin_log(sev, LOG_PREFIX "libbpf: | %s", line);
+}
+
 static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
                               va_list ap) {
-  char msg[1024];
+  /* Called at init only, from one thread: a static buffer is fine and
+   * holds a whole verifier log. */
+  static char msg[1 << 16];
   vsnprintf(msg, sizeof(msg), fmt, ap);
   size_t n = strlen(msg);
   while (n && msg[n - 1] == '\n')
@@ -55,6 +71,13 @@ static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
       sev = LOG_WARNING;
     else if (level == LIBBPF_INFO)
       sev = LOG_INFO;
+  }
+  char *nl = strchr(msg, '\n');
+  if (nl) { /* a verifier log: the first line and the reason at the end */
+    *nl = 0;
+    plugin_log(sev, LOG_PREFIX "%s%s", strncmp(msg, "libbpf: ", 8) ? "libbpf: " : "", msg);
+    log_tail(sev, nl + 1, 6);
+    return (int)n;
   }
   plugin_log(sev, LOG_PREFIX "%s%s",
              strncmp(msg, "libbpf: ", 8) == 0 ? "" : "libbpf: ", msg);
