@@ -70,7 +70,7 @@ static int tcp_window_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen_tm) || cfg_bool(c, &cfg.tcp_memory);
     else if (strcasecmp(c->key, "StalledReceivers") == 0)
       st = cfg_once(c, &seen_st) || cfg_bool(c, &cfg.stalled);
-    else if (strcasecmp(c->key, "Netns") == 0)
+    else if (strcasecmp(c->key, "NetworkNamespace") == 0)
       st = cfg_once(c, &seen_ns) || cfg_string(c, &cfg.netns);
     else
       st = cfg_unknown(c, BLOCK);
@@ -325,21 +325,25 @@ static int enter_netns(int *back) {
   *back = -1;
   if (!cfg.netns)
     return 0;
-  int fd = open(cfg.netns, O_RDONLY | O_CLOEXEC);
+  /* A name under /run/netns (as `ip netns` makes them) or a path. */
+  char path[512];
+  snprintf(path, sizeof(path), "%s%s", cfg.netns[0] == '/' ? "" : "/run/netns/",
+           cfg.netns);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
-    int err = -errno;
-    E_WARNING(FEATURE ": Netns \"%s\": %s; the feature is disabled.",
-              cfg.netns, ERRSTR(err));
+    int err = errno;
+    E_ERROR(FEATURE ": option \"NetworkNamespace\" \"%s\": %s: %s", cfg.netns,
+            path, ERRSTR(err));
     if (fd >= 0)
       close(fd);
-    return err;
+    return -EINVAL; /* names nothing real: a configuration error */
   }
   *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (*back < 0 || setns(fd, CLONE_NEWNET) != 0) {
     int err = -errno;
-    E_WARNING(FEATURE ": Netns \"%s\": cannot enter it: %s; the feature is "
-              "disabled.",
+    E_WARNING(FEATURE ": NetworkNamespace \"%s\": cannot enter it: %s; the "
+              "feature is disabled.",
               cfg.netns, ERRSTR(err));
     close(fd);
     if (*back >= 0)

@@ -11,7 +11,8 @@ static const char *const keys[] = {
     "Host",       "Resources", "Cgroup",      "Hooks",     "Percentiles",
     "Buckets",    "Interface", "NetworkNamespace", "GroupBy", "MinQueueLength",
     "IncludeHOLBlocked", "MaxGroups", "EnableTimestamps", "WindowClamp",
-    "Threshold",  "StalledAfter", "Bogus", "",
+    "Threshold",  "StalledAfter", "Clamps", "ClampTransitions", "TcpMemory",
+    "StalledReceivers", "Bogus", "",
 };
 static const char *const strs[] = {
     "auto", "fentry", "cpu", "irq", "system.slice/*", "../x", "", "true",

@@ -114,6 +114,21 @@ static const struct kcase cases[] = {
     B1("Netstacklat", "EnableTimestamps", 0, true),
     S1("Netstacklat", "EnableTimestamps", "", false),
     B1("Netstacklat", "Bukets", 1, false),
+    /* WindowClamp */
+    N1("WindowClamp", "Threshold", 32768, true),
+    N1("WindowClamp", "Threshold", 0, false),
+    N1("WindowClamp", "Threshold", -5, false),
+    S1("WindowClamp", "Threshold", "big", false),
+    N1("WindowClamp", "StalledAfter", 2, true),
+    N1("WindowClamp", "StalledAfter", 0, false),
+    S1("WindowClamp", "StalledAfter", "1m", false),
+    B1("WindowClamp", "Clamps", 0, true),
+    B1("WindowClamp", "ClampTransitions", 1, true),
+    B1("WindowClamp", "TcpMemory", 1, true),
+    B1("WindowClamp", "StalledReceivers", 1, true),
+    N1("WindowClamp", "StalledReceivers", 1, false),
+    S1("WindowClamp", "NetworkNamespace", "x", true),
+    B1("WindowClamp", "Thresold", 1, false),
 };
 
 DEF_TEST(every_key_good_and_bad) {
