@@ -2,7 +2,7 @@
 # for that long with ASan+UBSan, growing tests/fuzz/corpus/<target>/;
 # `make check` replays the corpus (and any crash-* files kept there) with
 # the ordinary compiler as regression tests.
-FUZZ_TARGETS := psi_parse config
+FUZZ_TARGETS := psi_parse config tcp_window_parse
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -DHAVE_CONFIG_H \
 	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
@@ -10,6 +10,11 @@ FUZZ_PLUGIN_SRCS := $(filter-out plugin/ebpf.c,$(PLUGIN_SRCS))
 DEB_PKGS += libclang-rt-14-dev
 
 $(BUILD)/fuzz/psi_parse_fuzz: tests/fuzz/psi_parse_fuzz.c plugin/psi_parse.c
+	@mkdir -p $(@D)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
+
+$(BUILD)/fuzz/tcp_window_parse_fuzz: tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window_parse.c
 	@mkdir -p $(@D)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
@@ -40,4 +45,9 @@ $(BUILD)/tests/fuzz_config_test: tests/fuzz/replay.c tests/fuzz/config_fuzz.c te
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -DTARGET='"config"' -DCORPUS='"tests/fuzz/corpus/config"' $^ -o $@ -lbpf -lelf -lz -lm
 
-TEST_HELPERS += $(BUILD)/tests/fuzz_psi_parse_test $(BUILD)/tests/fuzz_config_test
+$(BUILD)/tests/fuzz_tcp_window_parse_test: tests/fuzz/replay.c tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window_parse.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) -DTARGET='"tcp_window_parse"' -DCORPUS='"tests/fuzz/corpus/tcp_window_parse"' $^ -o $@
+
+TEST_HELPERS += $(BUILD)/tests/fuzz_psi_parse_test $(BUILD)/tests/fuzz_config_test \
+	$(BUILD)/tests/fuzz_tcp_window_parse_test

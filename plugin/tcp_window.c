@@ -1,7 +1,7 @@
 /* tcp_window: TCP receive-window clamps (BPF), TCP memory against
  * net.ipv4.tcp_mem, and stalled receivers (sock_diag). The three parts start
  * and fail independently; docs/tcp_window.md is the metric reference. */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "ebpf.h"
 #include "loader.h"
 #include "tcp_window.h"
