@@ -529,19 +529,40 @@ static int resolve_netns(void) {
 
 /* Interface names belong to a network namespace: look them up in the one
  * configured, from this thread only (setns changes the calling thread). */
-static int ifindexes(unsigned *out) {
-  int self = -1, target = -1, err = 0;
-  if (netns_path[0]) {
-    self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    target = open(netns_path, O_RDONLY | O_CLOEXEC);
-    if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) != 0) {
-      err = -errno;
-      E_ERROR("netstacklat: cannot enter network namespace %s to look up "
-              "interfaces: %s",
-              netns_path, ERRSTR(err));
-      goto out;
-    }
+static int netns_enter(int *back) {
+  *back = -1;
+  if (!netns_path[0])
+    return 0;
+  int target = open(netns_path, O_RDONLY | O_CLOEXEC);
+  *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  int err = 0;
+  if (target < 0 || *back < 0 || setns(target, CLONE_NEWNET) != 0) {
+    err = -errno;
+    E_ERROR("netstacklat: cannot enter network namespace %s to look up "
+            "interfaces: %s",
+            netns_path, ERRSTR(err));
+    if (*back >= 0)
+      close(*back);
+    *back = -1;
   }
+  if (target >= 0)
+    close(target);
+  return err;
+}
+
+static void netns_leave(int back) {
+  if (back < 0)
+    return;
+  if (setns(back, CLONE_NEWNET) != 0)
+    E_ERROR("netstacklat: cannot return to our network namespace: %s",
+            ERRSTR(errno));
+  close(back);
+}
+
+static int ifindexes(unsigned *out) {
+  int back, err = netns_enter(&back);
+  if (err)
+    return err;
   for (size_t i = 0; i < cfg.nifaces; i++) {
     out[i] = if_nametoindex(cfg.ifaces[i]);
     if (out[i] == 0) {
@@ -551,15 +572,36 @@ static int ifindexes(unsigned *out) {
       err = -EINVAL;
     }
   }
-  if (netns_path[0] && setns(self, CLONE_NEWNET) != 0)
-    E_ERROR("netstacklat: cannot return to our network namespace: %s",
-            ERRSTR(errno));
-out:
-  if (self >= 0)
-    close(self);
-  if (target >= 0)
-    close(target);
+  netns_leave(back);
   return err;
+}
+
+/* GroupBy interface: ifindex -> name, in the configured namespace. */
+struct if_name {
+  unsigned idx;
+  char name[IF_NAMESIZE];
+};
+static struct if_name *if_names;
+static size_t nif_names;
+
+static const char *if_name_of(unsigned idx) {
+  for (size_t i = 0; i < nif_names; i++)
+    if (if_names[i].idx == idx)
+      return if_names[i].name;
+  struct if_name n = {.idx = idx};
+  int back;
+  if (netns_enter(&back) != 0)
+    return NULL;
+  bool ok = if_indextoname(idx, n.name) != NULL;
+  netns_leave(back);
+  if (!ok)
+    return NULL;
+  struct if_name *t = realloc(if_names, (nif_names + 1) * sizeof(*t));
+  if (!t)
+    return NULL;
+  if_names = t;
+  if_names[nif_names++] = n;
+  return if_names[nif_names - 1].name;
 }
 
 static void netstacklat_shutdown(void);
@@ -689,10 +731,13 @@ static int cmp_gkey(const void *a, const void *b) {
 static bool group_name(const struct nsl_group_key *k, char *buf, size_t len,
                        bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
-    char ifn[IF_NAMESIZE];
-    if (k->group == 0 || !if_indextoname((unsigned)k->group, ifn))
+    const char *n = k->group ? if_name_of((unsigned)k->group) : NULL;
+    char ifn[32];
+    if (!n) { /* gone, or ifindex 0 (locally generated) */
       snprintf(ifn, sizeof(ifn), "if%llu", (unsigned long long)k->group);
-    return instance_from_path(ifn, buf, len) == 0;
+      n = ifn;
+    }
+    return instance_from_path(n, buf, len) == 0;
   }
   const char *rel = cg_name_of(k->group);
   if (!rel && !*refreshed) {
@@ -831,6 +876,9 @@ static void netstacklat_shutdown(void) {
   free(gprev);
   gprev = NULL;
   ngprev = 0;
+  free(if_names);
+  if_names = NULL;
+  nif_names = 0;
   cg_names_clear();
   free(cg_names);
   cg_names = NULL;
