@@ -63,6 +63,9 @@ install-extras: $(MAN5)
 	install -m 0644 contrib/grafana/*.json $(DESTDIR)$(DATADIR)/grafana/
 
 # ----------------------------------------------------------------- .deb
+# The package build runs make again in a staged tree: it must not inherit
+# our command line (BUILD=/abs/path would make its `make clean` remove ours).
+NO_MAKEFLAGS := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u BUILD
 # dpkg-buildpackage wants debian/ at the top of a source tree: stage the
 # files git knows (tracked or not ignored) with packaging/debian as debian/.
 DEB_OUT := $(BUILD)/deb
@@ -74,7 +77,7 @@ deb:
 		xargs -0 cp --parents -t $(DEB_SRC)
 	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
 	$(call msg,DPKG-BP,$(DEB_FILE))
-	$(Q)cd $(DEB_SRC) && dpkg-buildpackage -b -us -uc -j2 > ../build.log 2>&1 || \
+	$(Q)cd $(DEB_SRC) && $(NO_MAKEFLAGS) dpkg-buildpackage -b -us -uc -j2 > ../build.log 2>&1 || \
 		{ tail -n 40 ../build.log; exit 1; }
 	$(Q)ls $(DEB_FILE) >/dev/null
 
@@ -91,7 +94,7 @@ rpm:
 	$(Q)sed 's/^Version:.*/Version:        $(PKG_VERSION)/' packaging/rpm/collectd-ebpf.spec \
 		> $(RPM_OUT)/SPECS/collectd-ebpf.spec
 	$(call msg,RPMBUILD,$(RPM_OUT))
-	$(Q)rpmbuild --define "_topdir $(CURDIR)/$(RPM_OUT)" --nodeps \
+	$(Q)$(NO_MAKEFLAGS) rpmbuild --define "_topdir $(CURDIR)/$(RPM_OUT)" --nodeps \
 		-ba $(RPM_OUT)/SPECS/collectd-ebpf.spec > $(RPM_OUT)/build.log 2>&1 || \
 		{ tail -n 40 $(RPM_OUT)/build.log; exit 1; }
 	$(Q)ls $(RPM_OUT)/RPMS/*/collectd-ebpf-$(PKG_VERSION)-*.rpm
