@@ -48,15 +48,23 @@ $(MAN5): docs/collectd-ebpf.pod
 	$(Q)pod2man --utf8 --section=5 --center=collectd-ebpf --release="collectd-ebpf $(PKG_VERSION)" \
 		--name=COLLECTD-EBPF --date="$(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} +%F)" \
 		$< > $@
-man: $(MAN5)
+MAN1 := $(BUILD)/collectd-ebpf-graphs.1
+$(MAN1): docs/collectd-ebpf-graphs.pod
+	$(call msg,POD2MAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)pod2man --utf8 --section=1 --center=collectd-ebpf --release="collectd-ebpf $(PKG_VERSION)" \
+		--name=COLLECTD-EBPF-GRAPHS --date="$(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} +%F)" \
+		$< > $@
+man: $(MAN5) $(MAN1)
 
 # What the packages add to `make install`: man page, graph script,
 # documentation, systemd drop-in sample, Grafana dashboards.
 EXTRA_DOCS := $(wildcard README.md docs/systemd.md docs/graphs.md)
-install-extras: $(MAN5)
-	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BINDIR) \
+install-extras: $(MAN5) $(MAN1)
+	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/systemd $(DESTDIR)$(DATADIR)/grafana
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/collectd-ebpf.5
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/collectd-ebpf-graphs.1
 	install -m 0755 packaging/graphs/collectd-ebpf-graphs $(DESTDIR)$(BINDIR)/collectd-ebpf-graphs
 	$(if $(EXTRA_DOCS),install -m 0644 $(EXTRA_DOCS) $(DESTDIR)$(DOCDIR)/)
 	install -m 0644 packaging/systemd/collectd-ebpf.conf $(DESTDIR)$(DATADIR)/systemd/
