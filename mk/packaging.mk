@@ -104,7 +104,7 @@ rpm:
 	$(Q)sed 's/^Version:.*/Version:        $(PKG_VERSION)/' packaging/rpm/collectd-ebpf.spec \
 		> $(RPM_OUT)/SPECS/collectd-ebpf.spec
 	$(call msg,RPMBUILD,$(RPM_OUT))
-	$(Q)$(NO_MAKEFLAGS) rpmbuild --define "_topdir $(CURDIR)/$(RPM_OUT)" --nodeps \
+	$(Q)$(NO_MAKEFLAGS) rpmbuild --define "_topdir $(abspath $(RPM_OUT))" --nodeps \
 		-ba $(RPM_OUT)/SPECS/collectd-ebpf.spec > $(RPM_OUT)/build.log 2>&1 || \
 		{ tail -n 40 $(RPM_OUT)/build.log; exit 1; }
 	$(Q)ls $(RPM_OUT)/RPMS/*/collectd-ebpf-$(PKG_VERSION)-*.rpm
