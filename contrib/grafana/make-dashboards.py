@@ -72,6 +72,9 @@ def graphite():
         panel(5, "tcp_window: receive window clamps/s", [
             t("A", "alias($host.tcp_window.operations-clamps, 'clamps')")],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
+        panel(7, "tcp_window: TCP memory", [
+            t("A", "aliasByNode($host.tcp_window.memory-tcp_*, 2)")],
+            "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
         panel(6, "ebpf: CPU time in our BPF programs", [
             t("A", "aliasByNode($host.ebpf-*.derive-run_time_ns, 1)")],
             "ns", 12, 16, desc="ns of CPU per second, per program (BPFStats true)."),
@@ -110,6 +113,9 @@ def prometheus():
             t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",type="clamps"}[1m])',
               "clamps")],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
+        panel(7, "tcp_window: TCP memory", [
+            t("A", 'collectd_tcp_window_memory{instance="$instance",type=~"tcp_.*"}')],
+            "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
         panel(6, "ebpf: ns per BPF program run", [
             t("A", 'rate(collectd_ebpf_derive_total{instance="$instance",type="run_time_ns"}[1m])'
                    ' / ignoring(type) rate(collectd_ebpf_derive_total{instance="$instance",'
