@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* The only place that includes collectd's headers. The plugin uses a small
  * part of the 5.x plugin ABI: plugin_register_{complex_config,init,read,
  * shutdown}, plugin_dispatch_values, plugin_log, plugin_get_interval and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* collectd-ebpf: the collectd side. One <Plugin ebpf> block holds global
  * settings and one block per feature; each feature runs on or is disabled
  * on its own, so one missing kernel capability never takes the others down. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Shared declarations of the ebpf collectd plugin: features, config helpers,
  * dispatch helpers and logging. */
 #ifndef EBPF_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* log2 latency histogram maths. See hist.h. */
 #include "hist.h"
 

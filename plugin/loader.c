@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Run-time choice of attach flavour per hook; see loader.h. */
 #include "loader.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Per-hook choice of attach flavour at run time, so that one build runs on
  * every kernel. A feature describes its hooks as lists of BPF programs; the
  * flavour of a program and its target come from its ELF section name

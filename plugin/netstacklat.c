@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* netstacklat: per-hook latency histograms of received packets, from the
  * packet's receive timestamp to points of the network stack; dispatched as
  * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat.bpf.c

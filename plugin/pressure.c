@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* pressure: Linux PSI (pressure stall information) for the host and for
  * cgroup v2 groups. Files are opened once and pread() every interval:
  * PSI files are seq_files, and a pread at offset 0 re-renders them without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Linux PSI file parser. See psi_parse.h for the accepted format.
  *
  * Everything is done by hand on (buf, len): strtod() and friends depend on

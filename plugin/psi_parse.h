@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Parser for Linux PSI (pressure stall information) files:
  *   /proc/pressure/{cpu,io,memory,irq} and <cgroup>/<res>.pressure
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* tcp_window: TCP receive-window clamps (BPF), TCP memory against
  * net.ipv4.tcp_mem, and stalled receivers (sock_diag). The three parts start
  * and fail independently; docs/tcp_window.md is the metric reference. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Pure readers of the tcp_window feature; see tcp_window_parse.h. */
 #include "tcp_window_parse.h"
 

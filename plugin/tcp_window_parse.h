@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Pure readers of the tcp_window feature (no I/O, no globals): the "TCP:"
  * line of /proc/net/sockstat, /proc/sys/net/ipv4/tcp_mem, and a walk over a
  * buffer of NETLINK_SOCK_DIAG inet_diag replies. Every buffer is (buf, len),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /* Config helpers, dispatch helpers and small utilities shared by all
  * features of the ebpf plugin. */
 #include "ebpf.h"
