@@ -141,7 +141,12 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
     return;
   }
   __u32 slot = nsl_slot_of(delta);
-  if (slot < NSL_NBUCKETS) /* for the verifier */
+  /* nsl_slot_of() already clamps, but clang drops this check and indexes
+   * with a copy of the unclamped register; 6.1's verifier then sees an
+   * index up to 2^32 and rejects every program (6.12's tracks the copy).
+   * The barrier keeps the check on the register that is used. */
+  barrier_var(slot);
+  if (slot < NSL_NBUCKETS)
     h->bucket[slot]++;
   h->sum_ns += delta;
 }
