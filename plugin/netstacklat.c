@@ -786,10 +786,18 @@ static void read_grouped(double elapsed) {
     if (err) {
       if (errno == ENOENT)
         break; /* end of map */
-      if (errno == ENOSPC && n < cap) /* a bucket bigger than the room */
+      if (errno == ENOSPC) { /* a hash bucket bigger than the room left */
+        cap *= 2;
+        struct nsl_group_key *k2 = realloc(keys, cap * sizeof(*keys));
+        if (!k2)
+          goto out;
+        keys = k2;
+        struct nsl_hist *v2 = realloc(vals, cap * vsize);
+        if (!v2)
+          goto out;
+        vals = v2;
         continue;
-      if (errno == ENOSPC)
-        continue; /* grows at loop top */
+      }
       E_WARNING("netstacklat: reading the grouped histograms failed: %s",
                 ERRSTR(errno));
       goto out;
