@@ -6,11 +6,16 @@
  *       datagrams of 64 bytes, each received (one recv) before the next one
  *       is sent. Prints "udp N" with the count received.
  *   vmtraffic tcp ADDR PORT M DELAY_MS GAP_MS
- *       A child connects and sends M messages of 100 bytes, GAP_MS apart,
- *       with TCP_NODELAY; nothing flows back but ACKs. The parent accepts
- *       and, M times: waits until data is readable, sleeps DELAY_MS, reads
- *       exactly one message. So M reads happen in this network namespace,
- *       all by the receiver. Prints "tcp M" with the reads made.
+ *       A child connects and sends M messages of 100 bytes with
+ *       TCP_NODELAY; nothing flows back over TCP but ACKs. The parent
+ *       accepts and, M times: waits until data is readable, sleeps
+ *       DELAY_MS, reads exactly one message. So M reads happen in this
+ *       network namespace, all by the receiver. The child sends a message
+ *       only after the parent has read the previous one (told over a pipe,
+ *       which is no network traffic) and GAP_MS more: one message in flight
+ *       at a time, so the kernel never coalesces two into one skb (the
+ *       merged skb would carry the later message's receive timestamp).
+ *       Prints "tcp M" with the reads made.
  *
  * Exit status 0 only if every datagram/message arrived. */
 #define _GNU_SOURCE
@@ -95,11 +100,15 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(ls, (struct sockaddr *)&ss, len) || listen(ls, 1))
     die("bind/listen");
+  int go[2];
+  if (pipe(go))
+    die("pipe");
   pid_t child = fork();
   if (child < 0)
     die("fork");
   if (child == 0) {
     close(ls);
+    close(go[1]);
     int c = socket(ss.ss_family, SOCK_STREAM, 0);
     if (c < 0 || connect(c, (struct sockaddr *)&ss, len))
       die("connect");
@@ -109,6 +118,9 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
     for (int i = 0; i < m; i++) {
       if (send(c, msg, sizeof(msg), 0) != (ssize_t)sizeof(msg))
         die("send");
+      char t;
+      if (wait_readable(go[0], 20000) != 1 || read(go[0], &t, 1) != 1)
+        break;
       sleep_ms(gap_ms);
     }
     /* Wait for the receiver to close first: its reads are the ones
@@ -119,6 +131,7 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
     close(c);
     _exit(0);
   }
+  close(go[0]);
   int c = accept(ls, NULL, NULL);
   if (c < 0)
     die("accept");
@@ -133,6 +146,8 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
     if (recv(c, buf, sizeof(buf), MSG_WAITALL) != (ssize_t)sizeof(buf))
       break;
     reads++;
+    if (write(go[1], "r", 1) != 1)
+      die("write to the sender");
   }
   close(c);
   close(ls);
