@@ -15,5 +15,11 @@ $(BUILD)/vm/vmtraffic: tests/vm/vmtraffic.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@
 
-check-vm: deps $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/vm/vmtraffic
+$(BUILD)/vm/bpfverify: tests/vm/bpfverify.c
+	$(Q)mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lbpf -lelf -lz
+
+VM_TOOLS := $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify
+check-vm: deps $(PLUGIN_SO) $(BUILD)/tests/loader_check $(VM_TOOLS)
 	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_KVM=$(VM_KVM) tests/vm/run-matrix
