@@ -1,0 +1,169 @@
+/* Traffic with known counts for the VM matrix (tests/vm/guest-check), over
+ * loopback inside a guest that has nothing else on the network.
+ *
+ *   vmtraffic udp ADDR PORT N
+ *       A receiver bound to ADDR:PORT and a sender in this process: N
+ *       datagrams of 64 bytes, each received (one recv) before the next one
+ *       is sent. Prints "udp N" with the count received.
+ *   vmtraffic tcp ADDR PORT M DELAY_MS GAP_MS
+ *       A child connects and sends M messages of 100 bytes with
+ *       TCP_NODELAY; nothing flows back over TCP but ACKs. The parent
+ *       accepts and, M times: waits until data is readable, sleeps
+ *       DELAY_MS, reads exactly one message. So M reads happen in this
+ *       network namespace, all by the receiver. The child sends a message
+ *       only after the parent has read the previous one (told over a pipe,
+ *       which is no network traffic) and GAP_MS more: one message in flight
+ *       at a time, so the kernel never coalesces two into one skb (the
+ *       merged skb would carry the later message's receive timestamp).
+ *       Prints "tcp M" with the reads made.
+ *
+ * Exit status 0 only if every datagram/message arrived. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die(const char *what) {
+  fprintf(stderr, "vmtraffic: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
+
+static socklen_t make_addr(const char *addr, int port,
+                           struct sockaddr_storage *ss) {
+  memset(ss, 0, sizeof(*ss));
+  if (strchr(addr, ':')) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((unsigned short)port);
+    if (inet_pton(AF_INET6, addr, &a->sin6_addr) != 1)
+      die("bad IPv6 address");
+    return sizeof(*a);
+  }
+  struct sockaddr_in *a = (struct sockaddr_in *)ss;
+  a->sin_family = AF_INET;
+  a->sin_port = htons((unsigned short)port);
+  if (inet_pton(AF_INET, addr, &a->sin_addr) != 1)
+    die("bad IPv4 address");
+  return sizeof(*a);
+}
+
+static int wait_readable(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, ms);
+}
+
+static int udp(const char *addr, int port, int n) {
+  struct sockaddr_storage ss;
+  socklen_t len = make_addr(addr, port, &ss);
+  int r = socket(ss.ss_family, SOCK_DGRAM, 0);
+  int s = socket(ss.ss_family, SOCK_DGRAM, 0);
+  if (r < 0 || s < 0)
+    die("socket");
+  if (bind(r, (struct sockaddr *)&ss, len))
+    die("bind");
+  char buf[2048];
+  memset(buf, 'u', 64);
+  int got = 0;
+  for (int i = 0; i < n; i++) {
+    if (sendto(s, buf, 64, 0, (struct sockaddr *)&ss, len) != 64)
+      die("sendto");
+    if (wait_readable(r, 10000) != 1)
+      break;
+    if (recv(r, buf, sizeof(buf), 0) == 64)
+      got++;
+  }
+  printf("udp %d\n", got);
+  return got == n ? 0 : 1;
+}
+
+static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
+  struct sockaddr_storage ss;
+  socklen_t len = make_addr(addr, port, &ss);
+  int ls = socket(ss.ss_family, SOCK_STREAM, 0), one = 1;
+  if (ls < 0)
+    die("socket");
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(ls, (struct sockaddr *)&ss, len) || listen(ls, 1))
+    die("bind/listen");
+  int go[2];
+  if (pipe(go))
+    die("pipe");
+  pid_t child = fork();
+  if (child < 0)
+    die("fork");
+  if (child == 0) {
+    close(ls);
+    close(go[1]);
+    int c = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&ss, len))
+      die("connect");
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    char msg[100];
+    memset(msg, 't', sizeof(msg));
+    for (int i = 0; i < m; i++) {
+      if (send(c, msg, sizeof(msg), 0) != (ssize_t)sizeof(msg))
+        die("send");
+      char t;
+      if (wait_readable(go[0], 20000) != 1 || read(go[0], &t, 1) != 1)
+        break;
+      sleep_ms(gap_ms);
+    }
+    /* Wait for the receiver to close first: its reads are the ones
+     * counted, and our FIN must not race them. */
+    char b;
+    wait_readable(c, 20000);
+    (void)recv(c, &b, 1, 0);
+    close(c);
+    _exit(0);
+  }
+  close(go[0]);
+  int c = accept(ls, NULL, NULL);
+  if (c < 0)
+    die("accept");
+  int reads = 0;
+  char buf[100];
+  for (int i = 0; i < m; i++) {
+    if (wait_readable(c, 20000) != 1)
+      break;
+    if (delay_ms)
+      sleep_ms(delay_ms);
+    /* MSG_WAITALL: exactly one message per read. */
+    if (recv(c, buf, sizeof(buf), MSG_WAITALL) != (ssize_t)sizeof(buf))
+      break;
+    reads++;
+    if (write(go[1], "r", 1) != 1)
+      die("write to the sender");
+  }
+  close(c);
+  close(ls);
+  int st = 0;
+  waitpid(child, &st, 0);
+  printf("tcp %d\n", reads);
+  return reads == m && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "udp"))
+    return udp(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc == 7 && !strcmp(argv[1], "tcp"))
+    return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+               atoi(argv[6]));
+  fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
+                  "tcp ADDR PORT M DELAY_MS GAP_MS\n");
+  return 2;
+}
