@@ -17,6 +17,12 @@
  *       merged skb would carry the later message's receive timestamp).
  *       Prints "tcp M" with the reads made.
  *
+ *   vmtraffic clamp PORT SECONDS
+ *       TCP bulk over 127.0.0.1: a reader thread reads for the first half,
+ *       then stops and shrinks its SO_RCVBUF while the sender keeps
+ *       sending, so the kernel prunes the receive queue and clamps the
+ *       window (with lo's MTU at 1500: run `ip link set lo mtu 1500`).
+ *
  * Exit status 0 only if every datagram/message arrived. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -24,6 +30,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +165,65 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
   return reads == m && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
+struct clamp_reader {
+  int fd;
+  double half;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *clamp_read(void *arg) {
+  struct clamp_reader *r = arg;
+  static char buf[1 << 16];
+  while (now_s() < r->half) {
+    struct pollfd p = {r->fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0 && read(r->fd, buf, sizeof(buf)) <= 0)
+      break;
+  }
+  int small = 4096;
+  setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  return NULL;
+}
+
+static int clamp(int port, double secs) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(ls, (void *)&a, sizeof(a)) || listen(ls, 1))
+    die("clamp: listen");
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(s, (void *)&a, sizeof(a)))
+    die("clamp: connect");
+  int c = accept(ls, NULL, NULL);
+  if (c < 0)
+    die("clamp: accept");
+  double start = now_s();
+  struct clamp_reader r = {c, start + secs / 2};
+  pthread_t t;
+  pthread_create(&t, NULL, clamp_read, &r);
+  static char buf[1 << 16];
+  memset(buf, 'x', sizeof(buf));
+  while (now_s() < start + secs) {
+    struct pollfd p = {s, POLLOUT, 0};
+    if (poll(&p, 1, 50) > 0)
+      (void)!send(s, buf, sizeof(buf), MSG_DONTWAIT);
+  }
+  pthread_join(t, NULL);
+  close(s);
+  close(c);
+  close(ls);
+  printf("clamp done\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "clamp"))
+    return clamp(atoi(argv[2]), atof(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "udp"))
     return udp(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 7 && !strcmp(argv[1], "tcp"))
