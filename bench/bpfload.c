@@ -1,4 +1,6 @@
-/* bench/bpfload OBJ: load every program of a BPF object, attach each, print
+/* bench/bpfload OBJ [reverse]: load every program of a BPF object, attach
+ * each (in object order, or the reverse: programs on one hook run in attach
+ * order, and the first one pays for cold caches), print
  * "ready <ms> name=id ..." (load + verify + attach time in ms) on stdout and
  * hold them until SIGTERM, SIGINT or end of stdin. The floor arm of
  * `make bench` runs bench/empty.bpf.c with it. */
@@ -6,6 +8,7 @@
 #include <bpf/libbpf.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -19,8 +22,8 @@ static int quiet(enum libbpf_print_level l, const char *f, va_list ap) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s OBJ\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s OBJ [reverse]\n", argv[0]);
     return 2;
   }
   libbpf_set_print(quiet);
@@ -35,8 +38,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bpfload: cannot load %s\n", argv[1]);
     return 1;
   }
-  struct bpf_program *p;
-  bpf_object__for_each_program(p, obj) {
+  struct bpf_program *p, *all[64];
+  int n = 0;
+  bpf_object__for_each_program(p, obj) if (n < 64) all[n++] = p;
+  bool rev = argc == 3 && !strcmp(argv[2], "reverse");
+  for (int i = 0; i < n; i++) {
+    p = all[rev ? n - 1 - i : i];
     struct bpf_link *l = bpf_program__attach(p);
     if (!l || libbpf_get_error(l)) {
       fprintf(stderr, "bpfload: cannot attach %s\n", bpf_program__name(p));

@@ -8,7 +8,8 @@
 DEB_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
-BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/empty.bpf.o
+BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/empty.bpf.o \
+	$(BUILD)/bench/ladder.bpf.o
 
 .PHONY: bench
 
@@ -18,7 +19,7 @@ bench: deps $(PLUGIN_SO) $(BENCH_BINS)
 $(BUILD)/bench:
 	$(Q)mkdir -p $@
 
-$(BUILD)/bench/empty.bpf.o: bench/empty.bpf.c | $(BUILD)/bench
+$(BUILD)/bench/%.bpf.o: bench/%.bpf.c | $(BUILD)/bench
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
