@@ -5,6 +5,7 @@
  * every PERIOD_MS, and prints one line of key=value:
  *   init_ms init_cpu_ms read_cpu_us_med read_cpu_us_p90 read_cpu_us_max
  *   read_wall_us_med values_per_read rss_kib_added map_memlock_kib nmaps
+ *   rss_anon_kib_added rss_file_kib_added rss_anon_kib_added_after_trim
  * Read CPU is CLOCK_THREAD_CPUTIME_ID around the callback; RSS is VmRSS after
  * init minus before dlopen; map memory is the memlock of every BPF map fd
  * this process holds (/proc/self/fdinfo). */
@@ -14,6 +15,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,7 @@ static int (*cb_shutdown)(void);
 static long ndispatched;
 
 EXPORT void plugin_log(int level, const char *format, ...) {
-  if (level > LOG_WARNING && !getenv("BENCH_VERBOSE"))
+  if (level > LOG_ERR && !getenv("BENCH_VERBOSE"))
     return;
   va_list ap;
   va_start(ap, format);
@@ -151,17 +153,20 @@ static oconfig_item_t *parse(FILE *f) {
   return root;
 }
 
-static long rss_kib(void) {
+/* A line of /proc/self/status, in KiB: "VmRSS:", "RssAnon:", "RssFile:". */
+static long status_kib(const char *key) {
   FILE *f = fopen("/proc/self/status", "r");
   char l[256];
   long v = -1;
+  size_t n = strlen(key);
   while (f && fgets(l, sizeof(l), f))
-    if (!strncmp(l, "VmRSS:", 6))
-      v = atol(l + 6);
+    if (!strncmp(l, key, n))
+      v = atol(l + n);
   if (f)
     fclose(f);
   return v;
 }
+#define rss_kib() status_kib("VmRSS:")
 
 static void maps_memlock(long *kib, int *n) {
   *kib = 0;
@@ -215,7 +220,8 @@ int main(int argc, char **argv) {
   int n = atoi(argv[3]);
   long period_ms = atol(argv[4]);
 
-  long rss0 = rss_kib();
+  long rss0 = rss_kib(), anon0 = status_kib("RssAnon:"),
+       file0 = status_kib("RssFile:");
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "readcost: %s\n", dlerror());
@@ -261,6 +267,10 @@ int main(int argc, char **argv) {
     wall[i] = ms_between(w0, w1) * 1e3;
   }
   long rss1 = rss_kib(), ml;
+  long anon1 = status_kib("RssAnon:"), file1 = status_kib("RssFile:");
+  /* What init freed but the allocator kept: malloc_trim gives it back. */
+  malloc_trim(0);
+  long anon_trim = status_kib("RssAnon:");
   int nmaps;
   maps_memlock(&ml, &nmaps);
   double per_read = n ? (double)(ndispatched - disp0) / n : 0;
@@ -268,9 +278,12 @@ int main(int argc, char **argv) {
   qsort(wall, (size_t)n, sizeof(double), cmp_d);
   printf("init_ms=%.2f init_cpu_ms=%.2f read_cpu_us_med=%.1f "
          "read_cpu_us_p90=%.1f read_cpu_us_max=%.1f read_wall_us_med=%.1f "
-         "values_per_read=%.0f rss_kib_added=%ld map_memlock_kib=%ld nmaps=%d\n",
+         "values_per_read=%.0f rss_kib_added=%ld map_memlock_kib=%ld nmaps=%d "
+         "rss_anon_kib_added=%ld rss_file_kib_added=%ld "
+         "rss_anon_kib_added_after_trim=%ld\n",
          init_ms, init_cpu, cpu[n / 2], cpu[(n * 9) / 10], cpu[n - 1],
-         wall[n / 2], per_read, rss1 - rss0, ml, nmaps);
+         wall[n / 2], per_read, rss1 - rss0, ml, nmaps, anon1 - anon0,
+         file1 - file0, anon_trim - anon0);
   if (cb_shutdown)
     cb_shutdown();
   return 0;
