@@ -1,6 +1,7 @@
-/* bench/bpfload OBJ [reverse]: load every program of a BPF object, attach
- * each (in object order, or the reverse: programs on one hook run in attach
- * order, and the first one pays for cold caches), print
+/* bench/bpfload OBJ [reverse | only=NAME]: load every program of a BPF
+ * object, attach each (in object order, or the reverse: programs on one hook
+ * run in attach order, and the first one pays for cold caches), or only
+ * program NAME, print
  * "ready <ms> name=id ..." (load + verify + attach time in ms) on stdout and
  * hold them until SIGTERM, SIGINT or end of stdin. The floor arm of
  * `make bench` runs bench/empty.bpf.c with it. */
@@ -23,7 +24,7 @@ static int quiet(enum libbpf_print_level l, const char *f, va_list ap) {
 
 int main(int argc, char **argv) {
   if (argc != 2 && argc != 3) {
-    fprintf(stderr, "usage: %s OBJ [reverse]\n", argv[0]);
+    fprintf(stderr, "usage: %s OBJ [reverse | only=NAME]\n", argv[0]);
     return 2;
   }
   libbpf_set_print(quiet);
@@ -42,8 +43,11 @@ int main(int argc, char **argv) {
   int n = 0;
   bpf_object__for_each_program(p, obj) if (n < 64) all[n++] = p;
   bool rev = argc == 3 && !strcmp(argv[2], "reverse");
+  const char *only = argc == 3 && !strncmp(argv[2], "only=", 5) ? argv[2] + 5 : NULL;
   for (int i = 0; i < n; i++) {
     p = all[rev ? n - 1 - i : i];
+    if (only && strcmp(bpf_program__name(p), only))
+      continue;
     struct bpf_link *l = bpf_program__attach(p);
     if (!l || libbpf_get_error(l)) {
       fprintf(stderr, "bpfload: cannot attach %s\n", bpf_program__name(p));
@@ -54,6 +58,8 @@ int main(int argc, char **argv) {
   printf("ready %.3f", (t1.tv_sec - t0.tv_sec) * 1e3 +
                            (t1.tv_nsec - t0.tv_nsec) / 1e6);
   bpf_object__for_each_program(p, obj) {
+    if (only && strcmp(bpf_program__name(p), only))
+      continue;
     struct bpf_prog_info info;
     __u32 len = sizeof(info);
     memset(&info, 0, sizeof(info));

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What a netstacklat event is made of, step by step, on one hook
  * (tp_btf/skb_copy_datagram_iovec, TCP reads): `bench/run --only ladder`
- * attaches all of these at once and reports each one's ns per run.
+ * attaches these one at a time, alone on the hook as netstacklat's program
+ * would be (attached together, whichever runs first pays the cold caches:
+ * ~40 ns more for the first clock read or cgroup walk), and reports each
+ * one's ns per run.
  *   l_empty     nothing (the floor)
  *   l_loads     the skb/sock loads and checks of tcp_read_tp, no clock
  *   l_clock     + bpf_ktime_get_tai_ns()
