@@ -1,0 +1,34 @@
+# `make bench`: what the plugin costs, against empty programs on the same
+# hooks (the floor) and bpftrace (what users run instead). Runs on the host,
+# as root; prints a table and writes CSV to $(BUILD)/bench. It reports and
+# never fails on a threshold. BENCH_ROUNDS=N (default 3) rounds per arm;
+# BENCH_ONLY=per_event,system,plugin picks sections; BENCH_CPU=N pins the
+# traffic (default: the last CPU). See docs/performance.md.
+
+DEB_PKGS += bpftrace sockperf iperf3
+
+BENCH_ROUNDS ?= 3
+BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/empty.bpf.o \
+	$(BUILD)/bench/ladder.bpf.o
+
+.PHONY: bench
+
+bench: deps $(PLUGIN_SO) $(BENCH_BINS)
+	$(Q)BUILD=$(abspath $(BUILD)) BENCH_ROUNDS=$(BENCH_ROUNDS) bench/run
+
+$(BUILD)/bench:
+	$(Q)mkdir -p $@
+
+$(BUILD)/bench/%.bpf.o: bench/%.bpf.c | $(BUILD)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/bpfload: bench/bpfload.c | $(BUILD)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -o $@ -lbpf
+
+# -rdynamic: the plugin, dlopened, finds collectd's functions in it.
+$(BUILD)/bench/readcost: bench/readcost.c | $(BUILD)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -DHAVE_CONFIG_H -I/usr/include/collectd \
+		-rdynamic $< -o $@ -ldl
