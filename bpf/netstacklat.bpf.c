@@ -69,9 +69,12 @@ struct udp_enqueue_args {
 
 /* kprobe twin of the udp_socket_enqueued fexit: the skb seen at entry,
  * keyed by the full pid_tgid (a per-tgid key lets two threads collide). */
+/* Calls in flight: at most a few per CPU (a task and the softirq that
+ * interrupts it). Preallocated, as kprobe programs on pre-6.1 kernels
+ * require: keep it small (it was 94% of the default map memory). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(max_entries, 512);
   __type(key, __u64);
   __type(value, struct udp_enqueue_args);
 } netstacklat_udp_enqueue_args SEC(".maps");

@@ -53,7 +53,7 @@ struct {
  * receiving at the same time would otherwise overwrite each other's entry. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 10240);
+  __uint(max_entries, 512); /* calls in flight: a few per CPU */
   __type(key, __u64);
   __type(value, struct sock *);
 } tcp_window_inflight SEC(".maps");

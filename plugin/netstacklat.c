@@ -105,7 +105,7 @@ static void cfg_defaults(void) {
   cfg.groupby = NSL_GROUP_NONE;
   cfg.min_qlen = 0;
   cfg.include_hol = true;
-  cfg.max_groups = 1024;
+  cfg.max_groups = 128;
   cfg.timestamps = true;
 }
 
@@ -468,9 +468,14 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
+  /* Preallocated per CPU: groups x wanted hooks x CPUs x 248 bytes. */
+  __u32 nwanted = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    nwanted += hooks[h].wanted;
   bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
-                           cfg.groupby ? (__u32)(cfg.max_groups * NSL_NHOOKS)
-                                       : 1);
+                           cfg.groupby && nwanted
+                               ? (__u32)cfg.max_groups * nwanted
+                               : 1);
   if (!cfg.ncgroups)
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter, 1);
   if (!cfg.nifaces)
