@@ -323,7 +323,7 @@ static void choose(struct bpf_object *obj, struct hook_state *h) {
     }
     if (!have && !h->failed[f]) {
       h->failed[f] = true;
-      snprintf(h->why[f], sizeof(h->why[f]), "no such flavour in this build");
+      snprintf(h->why[f], sizeof(h->why[f]), "this hook has no such flavour");
     }
     if (!h->failed[f] && ok == 0) {
       h->failed[f] = true;
