@@ -13,7 +13,6 @@
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <linux/net_tstamp.h>
 #include <math.h>
 #include <net/if.h>
@@ -390,44 +389,39 @@ static const char *cg_name_of(__u64 id) {
 /* Subtree semantics: a configured path (glob) selects that cgroup and
  * every cgroup below it. Called at init and every interval, so cgroups
  * created later are picked up. Returns how many ids are selected. */
-static size_t cg_filter_refresh(bool log_changes) {
-  const char *root = cgroup2_root();
-  if (!root)
-    return 0;
-  size_t rootlen = strlen(root);
-  __u64 *ids = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t p = 0; p < cfg.ncgroups; p++) {
-    const char *pat = cfg.cgroups[p];
-    while (*pat == '/')
-      pat++;
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/%s", root, pat);
-    glob_t gl;
-    if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
+struct id_list {
+  __u64 *ids;
+  size_t n, cap;
+};
+
+/* Every known cgroup at or below rel. */
+static void cg_collect(const char *dir, const char *rel, void *arg) {
+  struct id_list *l = arg;
+  size_t rl = strlen(rel);
+  for (size_t i = 0; i < ncg_names; i++) {
+    const char *r = cg_names[i].rel;
+    if (strncmp(r, rel, rl) != 0 || (r[rl] != 0 && r[rl] != '/'))
       continue;
-    for (size_t k = 0; k < gl.gl_pathc; k++) {
-      const char *rel = gl.gl_pathv[k] + rootlen;
-      while (*rel == '/')
-        rel++;
-      size_t rl = strlen(rel);
-      /* Every known cgroup at or below rel. */
-      for (size_t i = 0; i < ncg_names; i++) {
-        const char *r = cg_names[i].rel;
-        if (strncmp(r, rel, rl) != 0 || (r[rl] != 0 && r[rl] != '/'))
-          continue;
-        if (n == cap) {
-          cap = cap ? cap * 2 : 64;
-          __u64 *t = realloc(ids, cap * sizeof(*t));
-          if (!t)
-            break;
-          ids = t;
-        }
-        ids[n++] = cg_names[i].id;
-      }
+    if (l->n == l->cap) {
+      size_t cap = l->cap ? l->cap * 2 : 64;
+      __u64 *t = realloc(l->ids, cap * sizeof(*t));
+      if (!t)
+        return;
+      l->ids = t;
+      l->cap = cap;
     }
-    globfree(&gl);
+    l->ids[l->n++] = cg_names[i].id;
   }
+}
+
+static size_t cg_filter_refresh(bool log_changes) {
+  if (!cgroup2_root())
+    return 0;
+  struct id_list l = {0};
+  for (size_t p = 0; p < cfg.ncgroups; p++)
+    cgroup2_glob(cfg.cgroups[p], cg_collect, &l);
+  __u64 *ids = l.ids;
+  size_t n = l.n;
   qsort(ids, n, sizeof(*ids), cmp_u64);
   size_t u = 0;
   for (size_t i = 0; i < n; i++)
@@ -768,10 +762,11 @@ static void read_grouped(double elapsed) {
     goto out;
   /* Batched read; fall back to one key at a time where unsupported. */
   __u32 out_batch = 0;
-  bool first = true;
+  bool first = true, grow = false;
   for (;;) {
-    if (n == cap) {
+    if (n == cap || grow) {
       cap *= 2;
+      grow = false;
       struct nsl_group_key *k2 = realloc(keys, cap * sizeof(*keys));
       if (!k2)
         goto out;
@@ -792,15 +787,7 @@ static void read_grouped(double elapsed) {
       if (errno == ENOENT)
         break; /* end of map */
       if (errno == ENOSPC) { /* a hash bucket bigger than the room left */
-        cap *= 2;
-        struct nsl_group_key *k2 = realloc(keys, cap * sizeof(*keys));
-        if (!k2)
-          goto out;
-        keys = k2;
-        struct nsl_hist *v2 = realloc(vals, cap * vsize);
-        if (!v2)
-          goto out;
-        vals = v2;
+        grow = true;
         continue;
       }
       E_WARNING("netstacklat: reading the grouped histograms failed: %s",

@@ -7,7 +7,6 @@
 #include "psi_parse.h"
 
 #include <fcntl.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,9 +201,41 @@ static void note(char *buf, size_t len, int *count, const char *name) {
     snprintf(buf + off, len - off, ", ...");
 }
 
+struct scan {
+  char added[512], removed[512];
+  int nadded, nremoved;
+};
+
+/* A cgroup the globs matched: mark it seen, or open it. */
+static void scan_one(const char *dir, const char *rel, void *arg) {
+  struct scan *s = arg;
+  for (size_t i = 0; i < ngroups; i++)
+    if (strcmp(groups[i].rel, rel) == 0) {
+      groups[i].seen = true;
+      return;
+    }
+  struct psi_source g = {.seen = true};
+  if (instance_from_path(rel, g.instance, sizeof(g.instance)) != 0)
+    return; /* too long for a collectd name */
+  if (group_open(&g, dir) == 0) {
+    source_close(&g);
+    return;
+  }
+  struct psi_source *ng = realloc(groups, (ngroups + 1) * sizeof(*ng));
+  g.rel = strdup(rel);
+  if (!ng || !g.rel) {
+    if (ng)
+      groups = ng;
+    source_close(&g);
+    return;
+  }
+  groups = ng;
+  groups[ngroups++] = g;
+  note(s->added, sizeof(s->added), &s->nadded, rel);
+}
+
 static void scan_cgroups(void) {
-  const char *root = cgroup2_root();
-  if (!root) {
+  if (!cgroup2_root()) {
     if (!warned_no_cg2)
       E_WARNING("pressure: no cgroup2 hierarchy is mounted; the Cgroup "
                 "option is ignored.");
@@ -214,71 +245,25 @@ static void scan_cgroups(void) {
   for (size_t i = 0; i < ngroups; i++)
     groups[i].seen = false;
 
-  char added[512] = "", removed[512] = "";
-  int nadded = 0, nremoved = 0;
-  size_t rootlen = strlen(root);
-
-  for (size_t p = 0; p < cfg.ncgroups; p++) {
-    const char *pat = cfg.cgroups[p];
-    while (*pat == '/')
-      pat++;
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/%s", root, pat);
-    glob_t gl;
-    if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
-      continue;
-    for (size_t k = 0; k < gl.gl_pathc; k++) {
-      const char *dir = gl.gl_pathv[k];
-      const char *rel = dir + rootlen;
-      while (*rel == '/')
-        rel++;
-      if (*rel == 0)
-        continue;
-      size_t i;
-      for (i = 0; i < ngroups; i++)
-        if (strcmp(groups[i].rel, rel) == 0)
-          break;
-      if (i < ngroups) {
-        groups[i].seen = true;
-        continue;
-      }
-      struct psi_source g = {.seen = true};
-      if (instance_from_path(rel, g.instance, sizeof(g.instance)) != 0)
-        continue; /* too long for a collectd name */
-      if (group_open(&g, dir) == 0) {
-        source_close(&g);
-        continue;
-      }
-      struct psi_source *ng = realloc(groups, (ngroups + 1) * sizeof(*ng));
-      g.rel = strdup(rel);
-      if (!ng || !g.rel) {
-        if (ng)
-          groups = ng;
-        source_close(&g);
-        continue;
-      }
-      groups = ng;
-      groups[ngroups++] = g;
-      note(added, sizeof(added), &nadded, rel);
-    }
-    globfree(&gl);
-  }
+  struct scan s = {"", "", 0, 0};
+  for (size_t p = 0; p < cfg.ncgroups; p++)
+    cgroup2_glob(cfg.cgroups[p], scan_one, &s);
 
   for (size_t i = 0; i < ngroups;) {
     if (groups[i].seen) {
       i++;
       continue;
     }
-    note(removed, sizeof(removed), &nremoved, groups[i].rel);
+    note(s.removed, sizeof(s.removed), &s.nremoved, groups[i].rel);
     source_close(&groups[i]);
     groups[i] = groups[--ngroups];
   }
-  if (nadded)
-    E_INFO("pressure: watching %d new cgroup%s: %s", nadded,
-           nadded == 1 ? "" : "s", added);
-  if (nremoved)
-    E_INFO("pressure: %d cgroup%s gone: %s", nremoved,
-           nremoved == 1 ? "" : "s", removed);
+  if (s.nadded)
+    E_INFO("pressure: watching %d new cgroup%s: %s", s.nadded,
+           s.nadded == 1 ? "" : "s", s.added);
+  if (s.nremoved)
+    E_INFO("pressure: %d cgroup%s gone: %s", s.nremoved,
+           s.nremoved == 1 ? "" : "s", s.removed);
 }
 
 static int pressure_read(void) {

@@ -4,6 +4,7 @@
 #include "ebpf.h"
 
 #include <ctype.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,34 @@ const char *cgroup2_root(void) {
   }
   fclose(f);
   return cg2_root;
+}
+
+int cgroup2_glob(const char *pattern,
+                 void (*cb)(const char *dir, const char *rel, void *arg),
+                 void *arg) {
+  const char *root = cgroup2_root();
+  if (!root)
+    return -1;
+  size_t rootlen = strlen(root);
+  while (*pattern == '/')
+    pattern++;
+  char full[4096];
+  snprintf(full, sizeof(full), "%s/%s", root, pattern);
+  glob_t gl;
+  if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
+    return 0;
+  int n = 0;
+  for (size_t k = 0; k < gl.gl_pathc; k++) {
+    const char *rel = gl.gl_pathv[k] + rootlen;
+    while (*rel == '/')
+      rel++;
+    if (*rel == 0)
+      continue;
+    cb(gl.gl_pathv[k], rel, arg);
+    n++;
+  }
+  globfree(&gl);
+  return n;
 }
 
 void cgroup2_reset(void) {
