@@ -113,7 +113,7 @@ static void cfg_defaults(void) {
 static int cfg_hooks(const oconfig_item_t *ci) {
   bool on[NSL_NHOOKS] = {0};
   char buf[256];
-  if (ci->values_num < 1)
+  if (ci->values_num < 1 || ci->children_num != 0)
     goto bad;
   for (int i = 0; i < ci->values_num; i++) {
     if (ci->values[i].type != OCONFIG_TYPE_STRING)
@@ -144,7 +144,8 @@ bad:
 
 static int cfg_percentiles(const oconfig_item_t *ci) {
   char buf[256];
-  if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES)
+  if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
+      ci->children_num != 0)
     goto bad;
   for (int i = 0; i < ci->values_num; i++) {
     if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
@@ -279,6 +280,7 @@ static struct group_prev *gprev; /* sorted by key */
 static size_t ngprev;
 static struct timespec last_read;
 static __u32 netns_inum;
+static bool warned_map_full;
 static char netns_path[512]; /* "" for our own netns */
 
 /* cgroup id -> path below the cgroup2 root */
@@ -854,10 +856,17 @@ static int netstacklat_read(void) {
     sum_cpus(percpu, &now);
     if (cfg.groupby == NSL_GROUP_NONE)
       dispatch(hook_names[h], &now, &prev[h], elapsed);
-    else if (now.skipped[NSL_SKIP_MAP_FULL])
+    else if (now.skipped[NSL_SKIP_MAP_FULL]) {
+      if (!warned_map_full)
+        E_WARNING("netstacklat: hook %s: more groups than MaxGroups %lld; "
+                  "events of further groups are only counted as "
+                  "operations-skipped-map_full. Raise MaxGroups.",
+                  hook_names[h], cfg.max_groups);
+      warned_map_full = true;
       submit_derive(FEATURE, hook_names[h], "operations",
                     skip_names[NSL_SKIP_MAP_FULL],
                     (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
+    }
     prev[h] = now;
   }
   free(percpu);
@@ -880,6 +889,7 @@ static void netstacklat_shutdown(void) {
   free(if_names);
   if_names = NULL;
   nif_names = 0;
+  warned_map_full = false;
   cg_names_clear();
   free(cg_names);
   cg_names = NULL;

@@ -41,7 +41,7 @@ static bool warned_no_cg2;
 
 static int parse_resources(const oconfig_item_t *ci) {
   unsigned mask = 0;
-  if (ci->values_num < 1)
+  if (ci->values_num < 1 || ci->children_num != 0)
     goto bad;
   for (int i = 0; i < ci->values_num; i++) {
     if (ci->values[i].type != OCONFIG_TYPE_STRING)
@@ -201,6 +201,26 @@ static void note(char *buf, size_t len, int *count, const char *name) {
     snprintf(buf + off, len - off, ", ...");
 }
 
+/* Matching cgroups without PSI files, said once each. */
+static char **skipped;
+static size_t nskipped;
+
+static bool skipped_has(const char *rel) {
+  for (size_t i = 0; i < nskipped; i++)
+    if (strcmp(skipped[i], rel) == 0)
+      return true;
+  return false;
+}
+
+static void skipped_add(const char *rel) {
+  char **t = realloc(skipped, (nskipped + 2) * sizeof(*t));
+  if (!t)
+    return;
+  skipped = t;
+  if ((skipped[nskipped] = strdup(rel)) != NULL)
+    skipped[++nskipped] = NULL;
+}
+
 struct scan {
   char added[512], removed[512];
   int nadded, nremoved;
@@ -219,6 +239,12 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
     return; /* too long for a collectd name */
   if (group_open(&g, dir) == 0) {
     source_close(&g);
+    if (!skipped_has(rel)) {
+      E_INFO("pressure: cgroup %s has no readable PSI files (cgroup.pressure "
+             "0, or PSI off); it is skipped.",
+             rel);
+      skipped_add(rel);
+    }
     return;
   }
   struct psi_source *ng = realloc(groups, (ngroups + 1) * sizeof(*ng));
@@ -337,6 +363,11 @@ static void pressure_shutdown(void) {
   cfg_free_list(cfg.cgroups);
   cfg.cgroups = NULL;
   cfg.ncgroups = 0;
+  for (size_t i = 0; i < nskipped; i++)
+    free(skipped[i]);
+  free(skipped);
+  skipped = NULL;
+  nskipped = 0;
   cfg.host = true;
   cfg.resources = (1u << RES_COUNT) - 1;
   warned_no_cg2 = false;

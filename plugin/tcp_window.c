@@ -376,9 +376,11 @@ static int tcp_window_init(void) {
   int err = enter_netns(&back);
   if (err)
     return err;
-  tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;
   stalled_on = cfg.stalled && stalled_init() == 0;
   leave_netns(back);
+  /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
+   * the initial namespace): read them from collectd's own. */
+  tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;
   clamps_on = cfg.clamps && clamps_init() == 0;
   if (!clamps_on && !tcp_memory_on && !stalled_on) {
     E_WARNING(FEATURE ": nothing of this feature can run here; it is "
