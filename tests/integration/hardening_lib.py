@@ -192,3 +192,27 @@ class MixedTraffic:
                 p.kill()
                 p.wait()
         self.pair.delete()
+
+
+def nsl_exchange(pair, cg, port, n_udp=100, m_tcp=20):
+    """UDP and TCP ping-pong from namespace a to receivers in namespace b
+    that run in cgroup cg (None: ours). Waits for the end."""
+    def run(ns, args, cgroup=None, **kw):
+        pre = (lambda: cgroup.add(os.getpid())) if cgroup else None
+        return subprocess.Popen(["ip", "netns", "exec", ns.name, sys.executable,
+                                 NSL_TRAFFIC] + [str(a) for a in args],
+                                preexec_fn=pre, **kw)
+    procs = []
+    r = run(pair.b, ["recv-udp", pair.B4, port, n_udp], cg, stdout=subprocess.PIPE, text=True)
+    r.stdout.readline()
+    procs += [r, run(pair.a, ["send-udp", pair.B4, port, n_udp])]
+    r = run(pair.b, ["recv-tcp", pair.B4, port + 1, m_tcp, 0], cg,
+            stdout=subprocess.PIPE, text=True)
+    r.stdout.readline()
+    procs += [r, run(pair.a, ["send-tcp", pair.B4, port + 1, m_tcp])]
+    for p in procs:
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
