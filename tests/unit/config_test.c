@@ -193,11 +193,246 @@ DEF_TEST(instance_names) {
   return 0;
 }
 
+
+/* ---- Bad config, exhaustively (issue 8): every key of every block gets a
+ * wrong type, a value out of range, an empty value (no value, and ""), a
+ * repetition where only one is allowed, and an unknown child block under
+ * it. Each must log an ERROR naming the key and make init fail; none may
+ * crash. One line per category; a case that fails because of a known open
+ * finding (docs/reliability.md) prints a SKIP line naming it. */
+
+enum vkind { V_NONE, V_STR, V_NUM, V_BOOL };
+struct bval {
+  enum vkind k;
+  const char *s;
+  double n;
+};
+#define VS(x) {V_STR, x, 0}
+#define VN(x) {V_NUM, NULL, x}
+#define VB(x) {V_BOOL, NULL, x}
+#define NA {V_NONE, NULL, 0}
+
+struct bkey {
+  const char *block, *key;
+  struct bval good, wrong_type, out_of_range;
+  bool repeatable;
+};
+
+/* Hosts may lack these, so the out-of-range value of a namespace is one
+ * that names nothing: init (not config) refuses it. BTFPath: whether the
+ * file exists is a run-time condition (test_degradation), so no range. */
+static const struct bkey bkeys[] = {
+    {NULL, "AttachMode", VS("auto"), VN(1), VS("uprobe"), false},
+    {NULL, "BPFStats", VB(0), VN(5), VS("maybe"), false},
+    {NULL, "BTFPath", VS("/sys/kernel/btf/vmlinux"), VN(1), NA, false},
+    {"Pressure", "Host", VB(1), VN(5), VS("maybe"), false},
+    {"Pressure", "Resources", VS("cpu"), VB(1), VS("disk"), false},
+    {"Pressure", "Cgroup", VS("system.slice"), VN(5), VS("../etc"), true},
+    {"Netstacklat", "Hooks", VS("tcp_socket_read"), VN(1), VS("tcp_socket_raed"), false},
+    {"Netstacklat", "Percentiles", VN(50), VS("p50"), VN(100.5), false},
+    {"Netstacklat", "Buckets", VB(0), VN(5), VS("sometimes"), false},
+    {"Netstacklat", "Cgroup", VS("system.slice"), VN(5), VS("a/../b"), true},
+    {"Netstacklat", "Interface", VS("lo"), VN(5), VS("a-very-long-interface-name"), true},
+    {"Netstacklat", "NetworkNamespace", VS("host"), VN(1), VS("no-such-netns-ebpf-test"), false},
+    {"Netstacklat", "GroupBy", VS("cgroup"), VN(1), VS("pid"), false},
+    {"Netstacklat", "MinQueueLength", VN(4), VS("4"), VN(1000001), false},
+    {"Netstacklat", "IncludeHOLBlocked", VB(0), VN(5), VS("maybe"), false},
+    {"Netstacklat", "MaxGroups", VN(64), VS("64"), VN(65537), false},
+    {"Netstacklat", "EnableTimestamps", VB(0), VN(5), VS("maybe"), false},
+    {"WindowClamp", "Threshold", VN(32768), VS("32768"), VN(4294967296.0), false},
+    {"WindowClamp", "StalledAfter", VN(2), VS("2"), VN(0), false},
+    {"WindowClamp", "Clamps", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "ClampTransitions", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "TcpMemory", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "StalledReceivers", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "NetworkNamespace", VS("x"), VN(1), VS("no-such-netns-ebpf-test"), false},
+};
+
+/* Open findings that some cases hit: key, category, finding id. */
+static const struct {
+  const char *key, *cat, *id;
+} known[] = {
+    {"Resources", "child_block", "F4"},
+    {"Hooks", "child_block", "F4"},
+    {"Percentiles", "child_block", "F4"},
+};
+
+static const char *known_finding(const char *key, const char *cat) {
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+    if (!strcmp(known[i].key, key) && !strcmp(known[i].cat, cat))
+      return known[i].id;
+  return NULL;
+}
+
+static oconfig_item_t *bval_item(const char *key, const struct bval *v) {
+  oconfig_item_t *o = mock_ci(key);
+  if (v->k == V_STR)
+    mock_str(o, v->s);
+  else if (v->k == V_NUM)
+    mock_num(o, v->n);
+  else if (v->k == V_BOOL)
+    mock_bool(o, (int)v->n);
+  return o;
+}
+
+/* <Plugin ebpf> holding the items (in the key's block, if any). A feature
+ * block gets the settings it needs to be valid otherwise. */
+static oconfig_item_t *bad_tree(const struct bkey *k, oconfig_item_t **items,
+                                int n) {
+  oconfig_item_t *root = mock_ci("Plugin");
+  mock_str(root, "ebpf");
+  if (!k->block) {
+    for (int i = 0; i < n; i++)
+      mock_child(root, items[i]);
+    return root;
+  }
+  oconfig_item_t *b = mock_ci(k->block);
+  for (int i = 0; i < n; i++)
+    mock_child(b, items[i]);
+  mock_child(root, b);
+  return root;
+}
+
+/* Run config then init on the tree. *init_rc: ebpf_init's result (not run
+ * when config is clean and run_init is false). Returns config errors. */
+static int bad_run(oconfig_item_t *root, bool run_init, int *init_rc) {
+  mock_reset();
+  ebpf_config(root);
+  int errors = config_errors;
+  *init_rc = 0;
+  if (errors || run_init)
+    *init_rc = ebpf_init();
+  ebpf_shutdown();
+  mock_ci_free(root);
+  return errors;
+}
+
+static int bad_fails;
+
+static void bad_case(const struct bkey *k, const char *cat,
+                     oconfig_item_t **items, int n, bool want_error,
+                     int *nfail, int *nskip) {
+  int init_rc;
+  /* An out-of-range namespace is refused by init, not by config. */
+  bool run_init = want_error;
+  int errors = bad_run(bad_tree(k, items, n), run_init, &init_rc);
+  const char *why = NULL;
+  char buf[600];
+  if (want_error) {
+    if (!errors && init_rc == 0)
+      why = "accepted";
+    else if (init_rc == 0)
+      why = "init did not fail";
+    else if (mock_log_find(LOG_ERR, k->key) < 0)
+      why = "no ERROR names the key";
+  } else if (errors) {
+    why = "a repeatable key was refused";
+  }
+  if (!why)
+    return;
+  snprintf(buf, sizeof(buf), "%s", mock_nlog ? mock_log[0] : "(no log)");
+  const char *f = known_finding(k->key, cat);
+  if (f) {
+    printf("SKIP: config.bad.%s.%s.%s (%s: %s)\n", k->block ? k->block : "ebpf",
+           k->key, cat, f, why);
+    (*nskip)++;
+    return;
+  }
+  printf("  <%s> %s, %s: %s; first log line: %s\n", k->block ? k->block : "ebpf",
+         k->key, cat, why, buf);
+  (*nfail)++;
+}
+
+static const char *const bad_cats[] = {"wrong_type", "out_of_range", "empty",
+                                       "repeated", "child_block"};
+
+static int bad_category(int cat) {
+  int nfail = 0, nskip = 0, ncases = 0;
+  for (size_t i = 0; i < sizeof(bkeys) / sizeof(bkeys[0]); i++) {
+    const struct bkey *k = &bkeys[i];
+    oconfig_item_t *items[2];
+    switch (cat) {
+    case 0:
+      items[0] = bval_item(k->key, &k->wrong_type);
+      bad_case(k, bad_cats[cat], items, 1, true, &nfail, &nskip);
+      ncases++;
+      break;
+    case 1:
+      if (k->out_of_range.k == V_NONE)
+        break;
+      items[0] = bval_item(k->key, &k->out_of_range);
+      bad_case(k, bad_cats[cat], items, 1, true, &nfail, &nskip);
+      ncases++;
+      break;
+    case 2: {
+      static const struct bval none = NA, empty = VS("");
+      items[0] = bval_item(k->key, &none);
+      bad_case(k, bad_cats[cat], items, 1, true, &nfail, &nskip);
+      items[0] = bval_item(k->key, &empty);
+      bad_case(k, bad_cats[cat], items, 1, true, &nfail, &nskip);
+      ncases += 2;
+      break;
+    }
+    case 3:
+      items[0] = bval_item(k->key, &k->good);
+      items[1] = bval_item(k->key, &k->good);
+      bad_case(k, bad_cats[cat], items, 2, !k->repeatable, &nfail, &nskip);
+      ncases++;
+      break;
+    case 4:
+      items[0] = bval_item(k->key, &k->good);
+      mock_child(items[0], mock_bool(mock_ci("Bogus"), 1));
+      bad_case(k, bad_cats[cat], items, 1, true, &nfail, &nskip);
+      ncases++;
+      break;
+    }
+  }
+  printf("  %s: %d cases, %d failed, %d known (SKIP)\n", bad_cats[cat], ncases,
+         nfail, nskip);
+  bad_fails += nfail;
+  return nfail ? -1 : 0;
+}
+
+DEF_TEST(bad_wrong_type) { return bad_category(0); }
+DEF_TEST(bad_out_of_range) { return bad_category(1); }
+DEF_TEST(bad_empty) { return bad_category(2); }
+DEF_TEST(bad_repeated) { return bad_category(3); }
+DEF_TEST(bad_child_block) { return bad_category(4); }
+
+/* Unknown child blocks at the levels that hold blocks: <Plugin ebpf> and
+ * each feature block. */
+DEF_TEST(bad_unknown_blocks) {
+  static const char *const blocks[] = {NULL, "Pressure", "Netstacklat",
+                                       "WindowClamp"};
+  for (size_t i = 0; i < 4; i++) {
+    struct bkey k = {.block = blocks[i], .key = "Bogus"};
+    oconfig_item_t *items[2];
+    items[0] = mock_ci("Bogus");
+    mock_child(items[0], mock_bool(mock_ci("Host"), 1));
+    int n = 1;
+    if (blocks[i] && !strcmp(blocks[i], "Pressure"))
+      items[n++] = mock_bool(mock_ci("Host"), 1);
+    int init_rc;
+    int errors = bad_run(bad_tree(&k, items, n), true, &init_rc);
+    if (!errors || init_rc == 0 || mock_log_find(LOG_ERR, "Bogus") < 0)
+      FAILF("unknown block <Bogus> in <%s>: errors %d, init %d, log: %s",
+            blocks[i] ? blocks[i] : "Plugin ebpf", errors, init_rc,
+            mock_nlog ? mock_log[0] : "(none)");
+  }
+  return 0;
+}
+
 int main(void) {
   tl_prog = "config";
   RUN_TEST(every_key_good_and_bad);
   RUN_TEST(repeated_key_refused);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);
+  RUN_TEST(bad_wrong_type);
+  RUN_TEST(bad_out_of_range);
+  RUN_TEST(bad_empty);
+  RUN_TEST(bad_repeated);
+  RUN_TEST(bad_child_block);
+  RUN_TEST(bad_unknown_blocks);
   END_TEST;
 }
