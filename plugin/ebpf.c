@@ -198,6 +198,9 @@ static int ebpf_init(void) {
         features[f]->shutdown();
       running[f] = false;
     }
+    if (stats_fd >= 0) /* host-wide: must not outlive us either */
+      close(stats_fd);
+    stats_fd = -1;
     loader_log_restore();
     E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
             config_errors, config_errors == 1 ? "" : "s");
