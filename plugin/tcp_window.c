@@ -239,22 +239,11 @@ static int tcp_memory_init(void) {
    (1u << 5) /* FIN_WAIT2 */ | (1u << 8) /* CLOSE_WAIT */ |                    \
    (1u << 9) /* LAST_ACK */ | (1u << 11) /* CLOSING */)
 
-static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
-  struct {
-    struct nlmsghdr nlh;
-    struct inet_diag_req_v2 r;
-  } req = {
-      .nlh = {.nlmsg_len = sizeof(req),
-              .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-              .nlmsg_seq = ++diag_seq},
-      .r = {.sdiag_family = (uint8_t)family,
-            .sdiag_protocol = IPPROTO_TCP,
-            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
-            .idiag_states = DIAG_STATES},
-  };
+/* Send one dump request and walk the replies. */
+static int diag_request(const void *req, size_t len, uint32_t stalled_ms,
+                        struct stall_acc *acc) {
   struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-  if (sendto(diag_fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel,
+  if (sendto(diag_fd, req, len, 0, (struct sockaddr *)&kernel,
              sizeof(kernel)) < 0)
     return -errno;
   for (;;) {
@@ -274,15 +263,66 @@ static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
   }
 }
 
+static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 r;
+  } req = {
+      .nlh = {.nlmsg_len = sizeof(req),
+              .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+              .nlmsg_seq = ++diag_seq},
+      .r = {.sdiag_family = (uint8_t)family,
+            .sdiag_protocol = IPPROTO_TCP,
+            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
+            .idiag_states = DIAG_STATES},
+  };
+  return diag_request(&req, sizeof(req), stalled_ms, acc);
+}
+
+/* The kernel's cost of a dump is the walk of the whole TCP established
+ * hash (sized by RAM, not by the sockets in it), once per request. IPv4
+ * and IPv6 sockets share that hash, and the older TCPDIAG_GETSOCK request
+ * dumps both families in one walk: half the cost of two SOCK_DIAG_BY_FAMILY
+ * dumps (0.83 -> ~0.45 ms here with a handful of sockets). */
+static int diag_dump_both(uint32_t stalled_ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req r;
+  } req = {
+      .nlh = {.nlmsg_len = sizeof(req),
+              .nlmsg_type = TCPDIAG_GETSOCK,
+              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+              .nlmsg_seq = ++diag_seq},
+      .r = {.idiag_family = AF_UNSPEC,
+            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
+            .idiag_states = DIAG_STATES},
+  };
+  return diag_request(&req, sizeof(req), stalled_ms, acc);
+}
+
 /* Drain whatever a failed dump left in the socket. */
 static void diag_drain(void) {
   while (recv(diag_fd, diag_buf, DIAG_BUF_SIZE, MSG_DONTWAIT) > 0)
     ;
 }
 
+static bool diag_one_walk = true; /* until the kernel refuses it */
+
 static void stalled_read(void) {
   struct stall_acc acc = {0};
   uint32_t ms = (uint32_t)(cfg.stalled_after * 1000.0);
+  if (diag_one_walk) {
+    int err = diag_dump_both(ms, &acc);
+    if (err == 0)
+      goto submit;
+    diag_drain();
+    diag_one_walk = false;
+    acc = (struct stall_acc){0};
+    E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
+           "dump per address family.",
+           ERRSTR(err));
+  }
   static const int fams[] = {AF_INET, AF_INET6};
   for (size_t i = 0; i < 2; i++) {
     int err = diag_dump(fams[i], ms, &acc);
@@ -295,6 +335,7 @@ static void stalled_read(void) {
       return; /* a partial count would read as a real drop */
     }
   }
+submit:
   submit_gauge(FEATURE, "", "count", "stalled_receivers", (double)acc.stalled);
   submit_gauge(FEATURE, "", "bytes", "stalled_receivers",
                (double)acc.stalled_bytes);
@@ -402,6 +443,7 @@ static int tcp_window_read(void) {
 }
 
 static void tcp_window_shutdown(void) {
+  diag_one_walk = true;
   loader_detach(hooks, 1);
   if (skel)
     clamps_destroy(NULL);

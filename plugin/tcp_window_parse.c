@@ -147,7 +147,9 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
         return e.error;
       return -EPROTO;
     }
-    if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+    /* Replies carry the request's type: SOCK_DIAG_BY_FAMILY, or
+     * TCPDIAG_GETSOCK for the one-walk dump of both families. */
+    if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY || h.nlmsg_type == TCPDIAG_GETSOCK) {
       struct inet_diag_msg m;
       if (pllen < sizeof(m))
         return -EBADMSG;
