@@ -171,6 +171,32 @@ DEF_TEST(diag_counts_stalled) {
   return 0;
 }
 
+/* The one-walk dump's replies carry TCPDIAG_GETSOCK: counted the same;
+ * any other type (here 99) carries nothing for us. */
+DEF_TEST(diag_compat_reply_type) {
+  struct nlbuf nb = {.len = 0};
+  add_sock(&nb, 1, 5000, 3000, sizeof(struct tcp_info));
+  add_sock(&nb, 1, 700, 3000, sizeof(struct tcp_info));
+  add_sock(&nb, 1, 900, 3000, sizeof(struct tcp_info));
+  /* Retype the first and third message (memcpy: no alignment assumed). */
+  struct nlmsghdr h;
+  size_t off = 0;
+  for (int i = 0; i < 3; i++) {
+    memcpy(&h, nb.b + off, sizeof(h));
+    if (i != 1) {
+      h.nlmsg_type = i == 0 ? TCPDIAG_GETSOCK : 99;
+      memcpy(nb.b + off, &h, sizeof(h));
+    }
+    off += NLMSG_ALIGN(h.nlmsg_len);
+  }
+  struct stall_acc acc = {0};
+  CHECK_EQ_INT(0, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(2, acc.sockets);
+  CHECK_EQ_U64(2, acc.stalled);
+  CHECK_EQ_U64(5700, acc.stalled_bytes);
+  return 0;
+}
+
 DEF_TEST(diag_done_and_error) {
   struct nlbuf nb = {.len = 0};
   add_done(&nb);
@@ -260,6 +286,7 @@ int main(void) {
   RUN_TEST(tcp_mem_good);
   RUN_TEST(tcp_mem_bad);
   RUN_TEST(diag_counts_stalled);
+  RUN_TEST(diag_compat_reply_type);
   RUN_TEST(diag_done_and_error);
   RUN_TEST(diag_malformed);
   END_TEST;
