@@ -86,11 +86,21 @@ void submit_derive(const char *plugin, const char *plugin_instance,
                    const char *type, const char *type_instance, int64_t v);
 
 /* ---- names: metric rule 3 of metrics.md ---- */
-/* Turn a cgroup path below the cgroup2 root ("system.slice/foo.service")
- * into an instance part: lower case, '/' and every character outside
- * [a-z0-9_.] become '_' (so the only '-' left is the one we add as a
- * separator). Returns 0, or -ENAMETOOLONG when it does not fit. */
-int instance_from_path(const char *path, char *out, size_t len);
+/* The naming rule of every group part (cgroup path, interface) of an
+ * instance, shared by all features so that one cgroup has one name:
+ * - lower case; '/' and every character outside [a-z0-9_.] become '_'
+ *   (so the only '-' is the one we add as a separator);
+ * - a path of at most EBPF_NAME_LEN - 1 (96) characters is that, whole;
+ * - a longer one becomes <head>..<hash>_<leaf>: the leaf component (at most
+ *   EBPF_NAME_LEAF_MAX characters of it), the path's first characters
+ *   filling the rest, and the 8 hex digits of FNV-1a-32 of the whole path.
+ * It always fits a collectd name field behind the longest prefix
+ * ("udp_socket_enqueued-": 20 + 96 < DATA_MAX_NAME_LEN), is stable across
+ * restarts and hosts, and two long paths that differ anywhere differ.
+ * Returns 0 (whole) or 1 (shortened). */
+#define EBPF_NAME_LEN 97
+#define EBPF_NAME_LEAF_MAX 48
+int instance_from_path(const char *path, char out[EBPF_NAME_LEN]);
 
 /* ---- cgroup2 ---- */
 /* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo; NULL

@@ -730,8 +730,8 @@ static int cmp_gkey(const void *a, const void *b) {
   return x->group < y->group ? -1 : x->group > y->group;
 }
 
-static bool group_name(const struct nsl_group_key *k, char *buf, size_t len,
-                       bool *refreshed) {
+static bool group_name(const struct nsl_group_key *k,
+                       char buf[EBPF_NAME_LEN], bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
     const char *n = k->group ? if_name_of((unsigned)k->group) : NULL;
     char ifn[32];
@@ -739,7 +739,8 @@ static bool group_name(const struct nsl_group_key *k, char *buf, size_t len,
       snprintf(ifn, sizeof(ifn), "if%llu", (unsigned long long)k->group);
       n = ifn;
     }
-    return instance_from_path(n, buf, len) == 0;
+    instance_from_path(n, buf);
+    return true;
   }
   const char *rel = cg_name_of(k->group);
   if (!rel && !*refreshed) {
@@ -751,7 +752,8 @@ static bool group_name(const struct nsl_group_key *k, char *buf, size_t len,
     return false; /* the cgroup is gone */
   if (!*rel)
     rel = "root";
-  return instance_from_path(rel, buf, len) == 0;
+  instance_from_path(rel, buf);
+  return true;
 }
 
 static void read_grouped(double elapsed) {
@@ -810,8 +812,8 @@ static void read_grouped(double elapsed) {
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
-    char gname[DATA_MAX_NAME_LEN - 32], inst[DATA_MAX_NAME_LEN];
-    if (!group_name(&cur[i].key, gname, sizeof(gname), &refreshed)) {
+    char gname[EBPF_NAME_LEN], inst[DATA_MAX_NAME_LEN];
+    if (!group_name(&cur[i].key, gname, &refreshed)) {
       /* The group is gone: free its slot for new groups. */
       bpf_map_delete_elem(fd, &cur[i].key);
       continue;

@@ -26,7 +26,7 @@ static struct {
 
 struct psi_source {
   char *rel;                 /* cgroup path below the root; NULL for host */
-  char instance[DATA_MAX_NAME_LEN - 8]; /* the part after "<res>-" */
+  char instance[EBPF_NAME_LEN]; /* the part after "<res>-" */
   int fd[RES_COUNT];
   bool seen; /* matched in this interval's scan */
 };
@@ -235,8 +235,7 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
       return;
     }
   struct psi_source g = {.seen = true};
-  if (instance_from_path(rel, g.instance, sizeof(g.instance)) != 0)
-    return; /* too long for a collectd name */
+  instance_from_path(rel, g.instance);
   if (group_open(&g, dir) == 0) {
     source_close(&g);
     if (!skipped_has(rel)) {

@@ -181,29 +181,57 @@ int cfg_once(const oconfig_item_t *ci, bool *seen) {
 
 /* ---------------------------------------------------------------- names */
 
-int instance_from_path(const char *path, char *out, size_t len) {
-  size_t o = 0;
+/* One character of an instance part: lower case, [a-z0-9_.], else '_'. */
+static char name_char(unsigned char c) {
+  if (c >= 'A' && c <= 'Z')
+    return (char)(c - 'A' + 'a');
+  if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+      c == '_')
+    return (char)c;
+  return '_';
+}
+
+/* FNV-1a, 32 bits: stable across restarts, hosts and architectures. */
+static uint32_t fnv1a32(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+int instance_from_path(const char *path, char out[EBPF_NAME_LEN]) {
   while (*path == '/')
     path++;
-  for (const char *p = path; *p; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (p[1] == 0 && c == '/')
-      break; /* trailing slash */
-    if (o + 1 >= len) {
-      if (len)
-        out[0] = 0;
-      return -ENAMETOOLONG;
-    }
-    if (c >= 'A' && c <= 'Z')
-      c = (unsigned char)(c - 'A' + 'a');
-    else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_'))
-      c = '_';
-    out[o++] = (char)c;
+  size_t n = strlen(path);
+  while (n && path[n - 1] == '/')
+    n--;
+  if (n < EBPF_NAME_LEN) {
+    for (size_t i = 0; i < n; i++)
+      out[i] = name_char((unsigned char)path[i]);
+    out[n] = 0;
+    return 0;
   }
-  if (len)
-    out[o] = 0;
-  return 0;
+  /* Too long: <head>..<hash>_<leaf>. The leaf (container scope, service)
+   * is what an operator recognises; the hash of the whole path keeps two
+   * paths that differ only in the middle apart. */
+  const char *leaf = path + n;
+  while (leaf > path && leaf[-1] != '/')
+    leaf--;
+  size_t nleaf = (size_t)(path + n - leaf);
+  if (nleaf > EBPF_NAME_LEAF_MAX)
+    nleaf = EBPF_NAME_LEAF_MAX;
+  size_t nhead = EBPF_NAME_LEN - 1 - (2 + 8 + 1) - nleaf;
+  size_t o = 0;
+  for (size_t i = 0; i < nhead; i++)
+    out[o++] = name_char((unsigned char)path[i]);
+  snprintf(out + o, EBPF_NAME_LEN - o, "..%08x_", fnv1a32(path, n));
+  o += 11;
+  for (size_t i = 0; i < nleaf; i++)
+    out[o++] = name_char((unsigned char)leaf[i]);
+  out[o] = 0;
+  return 1;
 }
 
 /* -------------------------------------------------------------- dispatch */

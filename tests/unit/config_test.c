@@ -182,14 +182,57 @@ DEF_TEST(unknown_block_and_init_fails) {
 }
 
 DEF_TEST(instance_names) {
-  char b[64];
-  CHECK(instance_from_path("system.slice/ssh.service", b, sizeof(b)) == 0);
+  char b[EBPF_NAME_LEN];
+  CHECK(instance_from_path("system.slice/ssh.service", b) == 0);
   CHECK_EQ_STR("system.slice_ssh.service", b);
-  CHECK(instance_from_path("/user.slice/user-1000.slice/", b, sizeof(b)) == 0);
+  CHECK(instance_from_path("/user.slice/user-1000.slice/", b) == 0);
   CHECK_EQ_STR("user.slice_user_1000.slice", b);
-  CHECK(instance_from_path("Docker/ABC:x@y", b, sizeof(b)) == 0);
+  CHECK(instance_from_path("Docker/ABC:x@y", b) == 0);
   CHECK_EQ_STR("docker_abc_x_y", b);
-  CHECK(instance_from_path("0123456789", b, 5) == -ENAMETOOLONG);
+
+  /* Kubernetes' shape: 190 characters, kept recognisable by the leaf. */
+  const char *k8s =
+      "kubepods.slice/kubepods-burstable.slice/"
+      "kubepods-burstable-pod0f3c2a8e_5d1b_4c7a_9e2f_6b8d1a3c5e7f.slice/"
+      "cri-containerd-"
+      "4f9a1c2e7b3d5f60718293a4b5c6d7e8f9012345678901234567890abcdef12.scope";
+  char k[EBPF_NAME_LEN];
+  CHECK(instance_from_path(k8s, k) == 1);
+  CHECK(strlen(k) == EBPF_NAME_LEN - 1);
+  CHECK(strncmp(k, "kubepods.slice_kubepods_burstable.", 34) == 0);
+  CHECK(strstr(k, "..") != NULL);
+  CHECK(strstr(k, "_cri_containerd_4f9a1c2e7b3d") != NULL);
+  for (const char *c = k; *c; c++)
+    CHECK((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+          *c == '.');
+  /* Stable: the same path gives the same name. */
+  char k2[EBPF_NAME_LEN];
+  instance_from_path(k8s, k2);
+  CHECK_EQ_STR(k, k2);
+  /* Two long paths that differ only in the middle get different names. */
+  char other[512];
+  snprintf(other, sizeof(other), "%s", k8s);
+  other[100] = other[100] == 'a' ? 'b' : 'a';
+  CHECK(instance_from_path(other, k2) == 1);
+  CHECK(strcmp(k, k2) != 0);
+  /* The longest prefix plus the name fits a collectd name field. */
+  CHECK(strlen("udp_socket_enqueued-") + strlen(k) < DATA_MAX_NAME_LEN);
+  /* Exactly 96 characters stay whole; 97 are shortened. */
+  char p96[98];
+  memset(p96, 'a', 96);
+  p96[96] = 0;
+  CHECK(instance_from_path(p96, b) == 0);
+  CHECK(strlen(b) == 96);
+  p96[96] = 'b';
+  p96[97] = 0;
+  CHECK(instance_from_path(p96, b) == 1);
+  CHECK(strlen(b) == 96);
+  /* A single component longer than the leaf limit is cut, still fits. */
+  char one[300];
+  memset(one, 'x', 299);
+  one[299] = 0;
+  CHECK(instance_from_path(one, b) == 1);
+  CHECK(strlen(b) == 96);
   return 0;
 }
 
