@@ -2,9 +2,12 @@
 /* Parser for Linux PSI (pressure stall information) files:
  *   /proc/pressure/{cpu,io,memory,irq} and <cgroup>/<res>.pressure
  *
- * Format (one line per kind, "full" is missing on older kernels for cpu):
+ * Format (one line per kind):
  *   some avg10=0.12 avg60=3.40 avg300=0.00 total=123456789
  *   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+ * Either line may be absent: cpu printed only "some" before 5.13
+ * (psi_show looped to 2 - (res == PSI_CPU)), and irq, host and cgroup
+ * irq.pressure, prints only "full" (PSI_IRQ, 6.1: only_full).
  *
  * Pure code: no I/O, no globals, no locale dependence. The buffer is
  * (buf, len) and need not be NUL-terminated; the parser never reads
@@ -33,9 +36,9 @@ struct psi_stats {
  * -EINVAL on any malformed content, -ERANGE for a number that overflows
  * (total above UINT64_MAX). The first error found is returned.
  *
- * Accepted: "some" and "full" lines in either order, each at most once;
- * "full" may be missing (full.present = false); the "some" line is
- * mandatory in non-empty input (the kernel always prints it). Fields are
+ * Accepted: "some" and "full" lines in either order, each at most once,
+ * either of them missing (its present = false) but not both: non-empty
+ * input has at least one line. Fields are
  * separated by runs of blanks (space, tab, CR); blank lines are skipped;
  * the final newline is optional. Each of avg10=, avg60=, avg300=, total=
  * must appear exactly once, in that order, and nothing may follow total.

@@ -14,8 +14,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(buf, data, size);
   struct psi_stats st;
   int rc = psi_parse(buf, size, &st);
-  if (rc == 0 && (!st.some.present || st.some.avg10 > 100.0 ||
-                  st.some.avg60 > 100.0 || st.some.avg300 > 100.0))
+  if (rc == 0 && ((!st.some.present && !st.full.present) ||
+                  st.some.avg10 > 100.0 || st.some.avg60 > 100.0 ||
+                  st.some.avg300 > 100.0 || st.full.avg10 > 100.0 ||
+                  st.full.avg60 > 100.0 || st.full.avg300 > 100.0))
     abort(); /* the parser's promises */
   free(buf);
   return 0;
