@@ -193,7 +193,7 @@ static int psi_parse_impl(const char *buf, size_t len, struct psi_stats *out) {
 
   if (!any)
     return -ENODATA;
-  return 0; /* any blank-free line was some or full, or we returned */
+  return 0; /* at least one line, each "some" or "full" */
 }
 
 int psi_parse(const char *buf, size_t len, struct psi_stats *out) {
