@@ -109,23 +109,26 @@ $(BUILD)/bpf $(BUILD)/plugin $(BUILD)/tests:
 
 # ------------------------------------------------------------------- tests
 # A unit test #includes the source under test and links the collectd mock.
+# With several sources in one command, -MMD keeps the dependencies of the
+# last one only: the test's own source goes last, so that the plugin source
+# it includes is a dependency.
 UNIT_CFLAGS := -std=gnu11 -O1 -g $(WARN) -MMD -MP -DHAVE_CONFIG_H \
 	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
 $(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 # The config test and the read-cost probe include the core and link the
 # features' objects.
 $(BUILD)/tests/read_cost: tests/helpers/read_cost.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
