@@ -164,8 +164,17 @@ static int percpu_sum(struct bpf_map *map, uint64_t *sum) {
 
 static void clamps_read(void) {
   uint64_t v;
-  if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0)
+  /* One meaning per name: only the fexit and kprobe flavours count the
+   * reference (tcp_try_rmem_schedule() returned with rcv_ssthresh below
+   * Threshold). No tracepoint fires there, so the tracepoint flavour counts
+   * sk_data_ready events of clamped sockets, under its own name
+   * (docs/tcp_window.md). */
+  if (hooks[0].flavour == FLAVOUR_TP) {
+    if (percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
+      submit_derive(FEATURE, "", "operations", "clamped_wakeups", (int64_t)v);
+  } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
     submit_derive(FEATURE, "", "operations", "clamps", (int64_t)v);
+  }
   /* The kprobe flavour has no sk_storage, so no transitions. */
   if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
       percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
