@@ -5,8 +5,12 @@
  *   kprobe + kretprobe on the same   the reference, for kernels without
  *                                     BPF trampolines
  *   tp_btf/sk_data_ready             for kernels where only tracepoints
- *                                     attach (docs/tcp_window.md says how
- *                                     its meaning differs)
+ *                                     attach; no tracepoint fires where
+ *                                     tcp_try_rmem_schedule() returns, so
+ *                                     this one counts something else and
+ *                                     feeds its own metric
+ *                                     (operations-clamped_wakeups,
+ *                                     docs/tcp_window.md)
  * Each map is named after the metric it feeds. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -22,13 +26,21 @@ const volatile __u32 targ_netns = 0; /* 0: every network namespace */
  * on the tracepoint (docs/tcp_window.md): it can be switched off. */
 const volatile bool targ_transitions = false;
 
-/* tcp_window/operations-clamps */
+/* tcp_window/operations-clamps: fexit and kprobe flavours only */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
   __type(value, __u64);
 } tcp_window_clamps_total SEC(".maps");
+
+/* tcp_window/operations-clamped_wakeups: tracepoint flavour only */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} tcp_window_clamped_wakeups_total SEC(".maps");
 
 /* tcp_window/operations-clamp_transitions */
 struct {
@@ -67,12 +79,14 @@ static __always_inline void add(void *map) {
 
 /* The logic, once. `sk` is a BTF pointer for the tracing flavours and NULL
  * for the kprobe flavour (sk_storage helpers are not available to kprobes,
- * so that flavour counts clamps only). */
-static __always_inline void handle(struct sock *sk, __u32 rcv_ssthresh) {
+ * so that flavour counts clamps only). `count` is the counter of the
+ * flavour's event (a constant: the verifier sees one map per program). */
+static __always_inline void handle(struct sock *sk, __u32 rcv_ssthresh,
+                                   void *count) {
   bool low = rcv_ssthresh < targ_threshold;
 
   if (low)
-    add(&tcp_window_clamps_total);
+    add(count);
   if (!sk || !targ_transitions)
     return;
 
@@ -105,7 +119,7 @@ int BPF_PROG(tcp_window_fexit, struct sock *sk, struct sk_buff *skb,
   struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
   if (!tp || !netns_wanted(sk))
     return 0;
-  handle(sk, tp->rcv_ssthresh);
+  handle(sk, tp->rcv_ssthresh, &tcp_window_clamps_total);
   return 0;
 }
 
@@ -127,7 +141,7 @@ int BPF_KRETPROBE(tcp_window_kretprobe) {
     return 0;
   struct tcp_sock *tp = (struct tcp_sock *)*skp;
   bpf_map_delete_elem(&tcp_window_inflight, &id);
-  handle(NULL, BPF_CORE_READ(tp, rcv_ssthresh));
+  handle(NULL, BPF_CORE_READ(tp, rcv_ssthresh), &tcp_window_clamps_total);
   return 0;
 }
 
@@ -135,6 +149,9 @@ int BPF_KRETPROBE(tcp_window_kretprobe) {
  * send/receive on sockets"; not in 6.1) fires after a segment has been queued, or after
  * tcp_try_rmem_schedule() failed and the segment is about to be dropped: the
  * rcv_ssthresh read here is the one left by the receive path's pruning. It
+ * also fires for fast-path segments that never called
+ * tcp_try_rmem_schedule(), and not for queued out-of-order ones, so its
+ * count is not the reference's: it goes to its own map and metric. It
  * fires for every socket family, hence the cheap protocol test first. */
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(tcp_window_sk_data_ready, const struct sock *csk) {
@@ -147,7 +164,7 @@ int BPF_PROG(tcp_window_sk_data_ready, const struct sock *csk) {
   struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
   if (!tp || !netns_wanted(sk))
     return 0;
-  handle(sk, tp->rcv_ssthresh);
+  handle(sk, tp->rcv_ssthresh, &tcp_window_clamped_wakeups_total);
   return 0;
 }
 

@@ -236,11 +236,25 @@ static void read_bpf_stats(struct bpf_object *obj) {
   }
 }
 
+/* Which flavour feeds each hook's values, in the backend and not only in
+ * the log: ebpf/<feature>-<hook>/gauge-flavour (flavour_code()). Program
+ * names never contain '-', so these never meet the run stats' instances. */
+static void submit_flavour(const char *feature, const struct hook_state *h,
+                           void *arg) {
+  if (strcmp(feature, (const char *)arg) != 0)
+    return;
+  char inst[DATA_MAX_NAME_LEN];
+  snprintf(inst, sizeof(inst), "%s-%s", feature, h->def->name);
+  submit_gauge(PLUGIN_NAME, inst, "gauge", "flavour",
+               (double)flavour_code(h->flavour));
+}
+
 static int ebpf_read(void) {
   for (size_t f = 0; f < NFEATURES; f++) {
     if (!running[f])
       continue;
     features[f]->read();
+    loader_for_each_hook(submit_flavour, (void *)features[f]->name);
     if (stats_fd >= 0 && features[f]->bpf_object) {
       struct bpf_object *obj = features[f]->bpf_object();
       if (obj)

@@ -357,7 +357,55 @@ static struct hook_state *owner_of(struct hook_state *hooks, size_t n,
   return NULL;
 }
 
+/* The hook arrays loader_run() handled, for loader_for_each_hook(). Init,
+ * read and shutdown run one after the other, so no lock. */
+#define MAX_HOOK_SETS 8
+static struct hook_set {
+  const char *feature;
+  struct hook_state *hooks;
+  size_t n;
+} hook_sets[MAX_HOOK_SETS];
+
+static void hook_set_forget(const struct hook_state *hooks) {
+  for (size_t i = 0; i < MAX_HOOK_SETS; i++)
+    if (hook_sets[i].hooks == hooks)
+      hook_sets[i] = (struct hook_set){0};
+}
+
+static void hook_set_remember(const char *feature, struct hook_state *hooks,
+                              size_t n) {
+  hook_set_forget(hooks);
+  for (size_t i = 0; i < MAX_HOOK_SETS; i++)
+    if (!hook_sets[i].hooks) {
+      hook_sets[i] = (struct hook_set){feature, hooks, n};
+      return;
+    }
+}
+
+void loader_for_each_hook(void (*cb)(const char *feature,
+                                     const struct hook_state *h, void *arg),
+                          void *arg) {
+  for (size_t i = 0; i < MAX_HOOK_SETS; i++)
+    for (size_t j = 0; hook_sets[i].hooks && j < hook_sets[i].n; j++)
+      if (hook_sets[i].hooks[j].wanted)
+        cb(hook_sets[i].feature, &hook_sets[i].hooks[j], arg);
+}
+
+int flavour_code(int flavour) {
+  switch (flavour) {
+  case FLAVOUR_FENTRY:
+    return 1;
+  case FLAVOUR_TP:
+    return 2;
+  case FLAVOUR_KPROBE:
+    return 3;
+  default:
+    return 0;
+  }
+}
+
 void loader_detach(struct hook_state *hooks, size_t nhooks) {
+  hook_set_forget(hooks);
   for (size_t i = 0; i < nhooks; i++) {
     for (int j = 0; j < hooks[i].nlinks; j++)
       bpf_link__destroy(hooks[i].links[j]);
@@ -467,7 +515,10 @@ int loader_run(const char *feature, const struct loader_ops *ops,
     goto out;
   }
   result = -ELOOP;
+  for (size_t i = 0; i < nhooks; i++)
+    hooks[i].flavour = -1; /* nothing is attached */
 out:
   probes_reset();
+  hook_set_remember(feature, hooks, nhooks);
   return result;
 }

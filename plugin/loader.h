@@ -66,8 +66,22 @@ struct loader_ops {
 int loader_run(const char *feature, const struct loader_ops *ops,
                struct hook_state *hooks, size_t nhooks);
 
-/* Destroy every link of the hooks (the caller then destroys the skeleton). */
+/* Destroy every link of the hooks (the caller then destroys the skeleton).
+ * The hooks leave the list of loader_for_each_hook(). */
 void loader_detach(struct hook_state *hooks, size_t nhooks);
+
+/* Every wanted hook of every hook array that loader_run() handled and
+ * loader_detach() has not released yet, with the feature name given to
+ * loader_run(): the core reports each hook's flavour from it, so that no
+ * feature has to. */
+void loader_for_each_hook(void (*cb)(const char *feature,
+                                     const struct hook_state *h, void *arg),
+                          void *arg);
+
+/* The number that stands for a hook's flavour in the metric
+ * ebpf/<feature>-<hook>/gauge-flavour: 1 fentry/fexit, 2 tracepoint,
+ * 3 kprobe, 0 unavailable (flavour -1). */
+int flavour_code(int flavour);
 
 /* Parse a section name into flavour and target; exposed for tests.
  * Returns -1 when the section is not a hookable one. */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define FEATURE "tcp_window"
@@ -110,6 +111,10 @@ static uint32_t diag_seq;
 static bool stalled_on;
 static unsigned char *diag_buf;
 #define DIAG_BUF_SIZE (64 * 1024)
+/* Longest wait for one reply datagram: the kernel answers a dump of 10,000
+ * sockets in ~15 ms, so a second means it will not answer; collectd's read
+ * thread must not hang on it. */
+#define DIAG_RECV_TIMEOUT_S 1
 
 /* ---------------------------------------------------------------- clamps */
 
@@ -164,8 +169,17 @@ static int percpu_sum(struct bpf_map *map, uint64_t *sum) {
 
 static void clamps_read(void) {
   uint64_t v;
-  if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0)
+  /* One meaning per name: only the fexit and kprobe flavours count the
+   * reference (tcp_try_rmem_schedule() returned with rcv_ssthresh below
+   * Threshold). No tracepoint fires there, so the tracepoint flavour counts
+   * sk_data_ready events of clamped sockets, under its own name
+   * (docs/tcp_window.md). */
+  if (hooks[0].flavour == FLAVOUR_TP) {
+    if (percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
+      submit_derive(FEATURE, "", "operations", "clamped_wakeups", (int64_t)v);
+  } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
     submit_derive(FEATURE, "", "operations", "clamps", (int64_t)v);
+  }
   /* The kprobe flavour has no sk_storage, so no transitions. */
   if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
       percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
@@ -239,23 +253,24 @@ static int tcp_memory_init(void) {
    (1u << 5) /* FIN_WAIT2 */ | (1u << 8) /* CLOSE_WAIT */ |                    \
    (1u << 9) /* LAST_ACK */ | (1u << 11) /* CLOSING */)
 
-/* Send one dump request and walk the replies. */
-static int diag_request(const void *req, size_t len, uint32_t stalled_ms,
-                        struct stall_acc *acc) {
-  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-  if (sendto(diag_fd, req, len, 0, (struct sockaddr *)&kernel,
-             sizeof(kernel)) < 0)
+/* Send one dump request (its nlmsg_seq is `seq`) and walk the replies;
+ * replies to other requests are ignored by the walk. The socket is
+ * connected to the kernel (stalled_init), hence send(). */
+static int diag_request(const void *req, size_t len, uint32_t seq,
+                        uint32_t stalled_ms, struct stall_acc *acc) {
+  if (send(diag_fd, req, len, 0) < 0)
     return -errno;
   for (;;) {
     ssize_t n = recv(diag_fd, diag_buf, DIAG_BUF_SIZE, 0);
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      return -errno;
+      /* SO_RCVTIMEO expired */
+      return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
     }
     if (n == 0)
       return -EPIPE;
-    int st = sockdiag_walk(diag_buf, (size_t)n, stalled_ms, acc);
+    int st = sockdiag_walk(diag_buf, (size_t)n, seq, stalled_ms, acc);
     if (st < 0)
       return st;
     if (st == 1)
@@ -277,7 +292,7 @@ static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
             .idiag_ext = 1u << (INET_DIAG_INFO - 1),
             .idiag_states = DIAG_STATES},
   };
-  return diag_request(&req, sizeof(req), stalled_ms, acc);
+  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
 }
 
 /* The kernel's cost of a dump is the walk of the whole TCP established
@@ -298,7 +313,7 @@ static int diag_dump_both(uint32_t stalled_ms, struct stall_acc *acc) {
             .idiag_ext = 1u << (INET_DIAG_INFO - 1),
             .idiag_states = DIAG_STATES},
   };
-  return diag_request(&req, sizeof(req), stalled_ms, acc);
+  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
 }
 
 /* Drain whatever a failed dump left in the socket. */
@@ -309,48 +324,95 @@ static void diag_drain(void) {
 
 static bool diag_one_walk = true; /* until the kernel refuses it */
 
-static void stalled_read(void) {
-  struct stall_acc acc = {0};
-  uint32_t ms = (uint32_t)(cfg.stalled_after * 1000.0);
+/* One whole count of the sockets into *acc. Returns 0 or a negative errno
+ * (after one WARNING). */
+static int stalled_count(uint32_t ms, struct stall_acc *acc) {
   if (diag_one_walk) {
-    int err = diag_dump_both(ms, &acc);
+    *acc = (struct stall_acc){0};
+    int err = diag_dump_both(ms, acc);
     if (err == 0)
-      goto submit;
+      return 0;
     diag_drain();
+    if (err == -ETIMEDOUT) {
+      E_WARNING(FEATURE ": no sock_diag reply within %d s; stalled receivers "
+                "are not reported for this interval.",
+                DIAG_RECV_TIMEOUT_S);
+      return err;
+    }
     diag_one_walk = false;
-    acc = (struct stall_acc){0};
     E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
            "dump per address family.",
            ERRSTR(err));
   }
+  *acc = (struct stall_acc){0};
   static const int fams[] = {AF_INET, AF_INET6};
   for (size_t i = 0; i < 2; i++) {
-    int err = diag_dump(fams[i], ms, &acc);
+    int err = diag_dump(fams[i], ms, acc);
     if (err == -ENOENT && fams[i] == AF_INET6)
       continue; /* kernel without IPv6 */
     if (err) {
       E_WARNING(FEATURE ": sock_diag dump (%s) failed: %s",
                 fams[i] == AF_INET ? "IPv4" : "IPv6", ERRSTR(err));
       diag_drain();
-      return; /* a partial count would read as a real drop */
+      return err;
     }
   }
-submit:
+  return 0;
+}
+
+static void stalled_read(void) {
+  struct stall_acc acc;
+  uint32_t ms = (uint32_t)(cfg.stalled_after * 1000.0);
+  /* A partial or failed count is not dispatched: it would read as a real
+   * drop. A dump the kernel flags NLM_F_DUMP_INTR (its socket tables
+   * changed meanwhile: sockets may be missing or counted twice) is done
+   * again once; if that one is interrupted too, the interval has no
+   * values. */
+  for (int attempt = 0;; attempt++) {
+    if (stalled_count(ms, &acc) != 0)
+      return;
+    if (!acc.interrupted)
+      break;
+    if (attempt == 1) {
+      E_NOTICE(FEATURE ": sock_diag dump interrupted twice (sockets changed "
+               "during the dump); stalled receivers are not reported for "
+               "this interval.");
+      return;
+    }
+  }
   submit_gauge(FEATURE, "", "count", "stalled_receivers", (double)acc.stalled);
   submit_gauge(FEATURE, "", "bytes", "stalled_receivers",
                (double)acc.stalled_bytes);
+}
+
+/* The socket options every sock_diag socket gets (separate so that the
+ * unit test can give them to its stand-in for the kernel). */
+static int diag_socket_setup(int fd) {
+  struct timeval tv = {.tv_sec = DIAG_RECV_TIMEOUT_S};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
+    return -errno;
+  return 0;
 }
 
 static int stalled_init(void) {
   diag_buf = malloc(DIAG_BUF_SIZE);
   if (!diag_buf)
     return -ENOMEM;
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  int err = 0;
   diag_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (diag_fd < 0) {
-    int err = -errno;
+  if (diag_fd < 0 ||
+      connect(diag_fd, (struct sockaddr *)&kernel, sizeof(kernel)) != 0)
+    err = -errno;
+  if (!err)
+    err = diag_socket_setup(diag_fd);
+  if (err) {
     E_WARNING(FEATURE ": stalled receivers are not reported: cannot open a "
               "NETLINK_SOCK_DIAG socket: %s",
               ERRSTR(err));
+    if (diag_fd >= 0)
+      close(diag_fd);
+    diag_fd = -1;
     free(diag_buf);
     diag_buf = NULL;
     return err;

@@ -123,8 +123,8 @@ static int find_last_data_recv(const unsigned char *a, size_t len,
   return found;
 }
 
-int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
-                  struct stall_acc *acc) {
+int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
+                  uint32_t stalled_ms, struct stall_acc *acc) {
   const unsigned char *p = buf;
   while (len >= sizeof(struct nlmsghdr)) {
     struct nlmsghdr h;
@@ -136,6 +136,12 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
     if (h.nlmsg_len < NLMSG_HDRLEN)
       return -EBADMSG;
 
+    if (h.nlmsg_seq != seq) {
+      acc->foreign++;
+      goto next;
+    }
+    if (h.nlmsg_flags & NLM_F_DUMP_INTR)
+      acc->interrupted++;
     if (h.nlmsg_type == NLMSG_DONE)
       return 1;
     if (h.nlmsg_type == NLMSG_ERROR) {
@@ -173,6 +179,7 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
       }
     }
     /* Other types (NLMSG_NOOP, NLMSG_OVERRUN...) carry nothing for us. */
+  next:;
     size_t step = NLMSG_ALIGN(h.nlmsg_len);
     if (step >= len)
       break;

@@ -26,16 +26,24 @@ struct stall_acc {
   uint64_t stalled;       /* unread data, nothing received for > limit */
   uint64_t stalled_bytes; /* sum of their idiag_rqueue */
   uint64_t no_info;       /* unread data but no usable INET_DIAG_INFO */
+  uint64_t foreign;       /* messages of another request, ignored */
+  uint64_t interrupted;   /* messages flagged NLM_F_DUMP_INTR */
 };
 
 /* Walks one recv() worth of netlink messages of an inet_diag dump and adds
- * to *acc. A socket counts as stalled when idiag_rqueue > 0 and
+ * to *acc. Only messages whose nlmsg_seq is `seq` (the request's) count:
+ * others (the late replies of an earlier request that failed or timed out)
+ * are skipped whatever their type, DONE and ERROR included, and counted in
+ * acc->foreign. A message of ours flagged NLM_F_DUMP_INTR (the kernel's
+ * tables changed during the dump, so sockets may be missing or repeated) is
+ * still walked and counted in acc->interrupted: the caller decides.
+ * A socket counts as stalled when idiag_rqueue > 0 and
  * tcp_info.tcpi_last_data_recv > stalled_ms. Listening sockets (whose
  * rqueue is the accept backlog) are skipped.
- * Returns 1 when NLMSG_DONE was seen (the dump is complete), 0 when more
- * is to come, -EBADMSG for a malformed buffer, or the negative errno of an
- * NLMSG_ERROR reply (-EPROTO if that errno is 0 or out of range). */
-int sockdiag_walk(const void *buf, size_t len, uint32_t stalled_ms,
-                  struct stall_acc *acc);
+ * Returns 1 when our NLMSG_DONE was seen (the dump is complete), 0 when
+ * more is to come, -EBADMSG for a malformed buffer, or the negative errno
+ * of our NLMSG_ERROR reply (-EPROTO if that errno is 0 or out of range). */
+int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
+                  uint32_t stalled_ms, struct stall_acc *acc);
 
 #endif

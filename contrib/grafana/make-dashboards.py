@@ -70,8 +70,11 @@ def graphite():
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", "alias($host.tcp_window.operations-clamps, 'clamps')")],
-            "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
+            t("A", "alias($host.tcp_window.operations-clamps, 'clamps')"),
+            t("B", "alias($host.tcp_window.operations-clamped_wakeups, 'clamped wake-ups (tracepoint flavour)')")],
+            "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
+            "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
+            "count different events; ebpf-tcp_window-clamps.gauge-flavour says which runs."),
         panel(7, "tcp_window: TCP memory", [
             t("A", "aliasByNode($host.tcp_window.memory-tcp_*, 2)")],
             "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
@@ -110,9 +113,13 @@ def prometheus():
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",type="clamps"}[1m])',
-              "clamps")],
-            "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
+            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",tcp_window="clamps"}[1m])',
+              "clamps"),
+            t("B", 'rate(collectd_tcp_window_operations_total{instance="$instance",tcp_window="clamped_wakeups"}[1m])',
+              "clamped wake-ups (tracepoint flavour)")],
+            "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
+            "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
+            "count different events; collectd_ebpf_gauge{ebpf=\"tcp_window-clamps\",type=\"flavour\"} says which runs."),
         panel(7, "tcp_window: TCP memory", [
             t("A", 'collectd_tcp_window_memory{instance="$instance",type=~"tcp_.*"}')],
             "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),

@@ -16,7 +16,6 @@
 #include <netinet/tcp.h>
 #include <time.h>
 
-struct ebpf_global ebpf_global; /* normally in ebpf.c */
 
 static double now_s(void) {
   struct timespec ts;

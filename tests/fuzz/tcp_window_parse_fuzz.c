@@ -25,8 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t v[3];
     tcp_mem_parse(buf, size, v);
   } else {
+    /* Expect the first message's sequence number, so that the corpus's
+     * messages are walked, not skipped as foreign. */
+    uint32_t seq = 0;
+    if (size >= 12)
+      memcpy(&seq, (const uint8_t *)buf + 8, sizeof(seq));
     struct stall_acc acc = {0};
-    sockdiag_walk(buf, size, 1000, &acc);
+    sockdiag_walk(buf, size, seq, 1000, &acc);
     if (acc.stalled > acc.sockets)
       abort();
   }

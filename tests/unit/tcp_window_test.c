@@ -87,6 +87,11 @@ DEF_TEST(tcp_mem_bad) {
 
 /* ---- crafted netlink buffers ---- */
 
+/* The sequence number of the request the walk expects (SEQ), and the one
+ * the helpers below give the messages they add (msg_seq). */
+#define SEQ 4242u
+static uint32_t msg_seq = SEQ;
+
 struct nlbuf {
   unsigned char b[8192];
   size_t len;
@@ -105,7 +110,8 @@ static void add_sock(struct nlbuf *nb, uint8_t state, uint32_t rqueue,
                      uint32_t last_data_recv_ms, size_t info_len) {
   size_t start = nb->len;
   struct nlmsghdr h = {.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-                       .nlmsg_flags = NLM_F_MULTI};
+                       .nlmsg_flags = NLM_F_MULTI,
+                       .nlmsg_seq = msg_seq};
   put(nb, &h, sizeof(h));
   struct inet_diag_msg m = {.idiag_family = AF_INET,
                             .idiag_state = state,
@@ -132,7 +138,9 @@ static void add_sock(struct nlbuf *nb, uint8_t state, uint32_t rqueue,
 
 static void add_done(struct nlbuf *nb) {
   struct nlmsghdr h = {.nlmsg_len = NLMSG_LENGTH(sizeof(int)),
-                       .nlmsg_type = NLMSG_DONE};
+                       .nlmsg_type = NLMSG_DONE,
+                       .nlmsg_flags = NLM_F_MULTI,
+                       .nlmsg_seq = msg_seq};
   put(nb, &h, sizeof(h));
   int zero = 0;
   put(nb, &zero, sizeof(zero));
@@ -143,7 +151,7 @@ static int walk(const struct nlbuf *nb, size_t len, uint32_t ms,
                 struct stall_acc *acc) {
   unsigned char *c = malloc(len + 1);
   memcpy(c + 1, nb->b, len);
-  int st = sockdiag_walk(c + 1, len, ms, acc);
+  int st = sockdiag_walk(c + 1, len, SEQ, ms, acc);
   free(c);
   return st;
 }
@@ -207,7 +215,8 @@ DEF_TEST(diag_done_and_error) {
 
   struct nlbuf e = {.len = 0};
   struct nlmsghdr h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct nlmsgerr)),
-                       .nlmsg_type = NLMSG_ERROR};
+                       .nlmsg_type = NLMSG_ERROR,
+                       .nlmsg_seq = SEQ};
   put(&e, &h, sizeof(h));
   struct nlmsgerr err = {.error = -ENOENT};
   put(&e, &err, sizeof(err));
@@ -259,23 +268,164 @@ DEF_TEST(diag_malformed) {
   CHECK_EQ_INT(-EBADMSG, walk(&b, b.len, 1, &acc));
   /* unknown message types are skipped */
   struct nlbuf u = {.len = 0};
-  struct nlmsghdr h = {.nlmsg_len = NLMSG_HDRLEN, .nlmsg_type = NLMSG_NOOP};
+  struct nlmsghdr h = {.nlmsg_len = NLMSG_HDRLEN, .nlmsg_type = NLMSG_NOOP,
+                       .nlmsg_seq = SEQ};
   put(&u, &h, sizeof(h));
   add_done(&u);
   CHECK_EQ_INT(1, walk(&u, u.len, 1, &acc));
-  /* deterministic garbage: no crash, no over-read */
+  return 0;
+}
+
+/* Deterministic garbage in one valid message (its length field left
+ * alone: the cases above cover lengths), against an oracle that reads the
+ * mutated header on its own: what the walk returns and counts follows
+ * from the type, flags and sequence number alone, except that a mutated
+ * attribute may make the message malformed. ASan checks the reads. */
+DEF_TEST(diag_garbage_against_oracle) {
+  struct nlbuf nb = {.len = 0};
+  add_sock(&nb, 1, 5000, 99999, sizeof(struct tcp_info));
+  const size_t attrs = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct inet_diag_msg));
   unsigned x = 12345;
-  for (int round = 0; round < 2000; round++) {
+  int kinds[6] = {0};
+  for (int round = 0; round < 4000; round++) {
     struct nlbuf g = nb;
-    for (int k = 0; k < 8; k++) {
+    bool attr_hit = false;
+    for (int k = 0; k < 4; k++) {
       x = x * 1103515245u + 12345u;
-      g.b[(x >> 8) % g.len] = (unsigned char)(x >> 16);
+      size_t at = 4 + (x >> 8) % (g.len - 4);
+      attr_hit |= at >= attrs;
+      g.b[at] = (unsigned char)(x >> 16);
     }
-    memset(&acc, 0, sizeof(acc));
+    /* Every fourth round: a type the walk acts on, so that each branch
+     * is reached often. */
+    struct nlmsghdr h;
+    memcpy(&h, g.b, sizeof(h));
+    static const uint16_t types[] = {NLMSG_DONE, NLMSG_ERROR,
+                                     SOCK_DIAG_BY_FAMILY, TCPDIAG_GETSOCK};
+    if (round % 4 == 0)
+      h.nlmsg_type = types[(round / 4) % 4];
+    if (round % 8 == 0)
+      h.nlmsg_seq = SEQ; /* ours, with whatever flags */
+    memcpy(g.b, &h, sizeof(h));
+
+    struct stall_acc acc = {0};
     int st = walk(&g, g.len, 1, &acc);
-    CHECK(st == 0 || st == 1 || st < 0);
-    CHECK(acc.stalled <= 1);
+    bool ours = h.nlmsg_seq == SEQ;
+    CHECK_EQ_U64(ours ? 0 : 1, acc.foreign);
+    CHECK_EQ_U64(ours && (h.nlmsg_flags & NLM_F_DUMP_INTR) ? 1 : 0,
+                 acc.interrupted);
+    if (!ours) {
+      kinds[0]++;
+      CHECK_EQ_INT(0, st);
+      CHECK_EQ_U64(0, acc.sockets);
+    } else if (h.nlmsg_type == NLMSG_DONE) {
+      kinds[1]++;
+      CHECK_EQ_INT(1, st);
+    } else if (h.nlmsg_type == NLMSG_ERROR) {
+      kinds[2]++;
+      int e;
+      memcpy(&e, g.b + NLMSG_HDRLEN, sizeof(e));
+      CHECK_EQ_INT(e < 0 && e > -4096 ? e : -EPROTO, st);
+    } else if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY ||
+               h.nlmsg_type == TCPDIAG_GETSOCK) {
+      kinds[3]++;
+      if (st == 0) {
+        kinds[4]++;
+        CHECK_EQ_U64(1, acc.sockets);
+        CHECK(acc.stalled <= 1);
+      } else {
+        CHECK_EQ_INT(-EBADMSG, st);
+        CHECK(attr_hit);
+      }
+    } else {
+      kinds[5]++;
+      CHECK_EQ_INT(0, st);
+      CHECK_EQ_U64(0, acc.sockets);
+    }
+    CHECK(acc.stalled <= acc.sockets);
   }
+  /* every branch of the oracle was taken */
+  for (int k = 0; k < 6; k++)
+    CHECK(kinds[k] > 10);
+  return 0;
+}
+
+/* Replies to an earlier request (a dump that failed or timed out, whose
+ * rest arrives late) are not ours: not counted, and their DONE or ERROR
+ * does not end our dump. */
+DEF_TEST(diag_ignores_other_requests) {
+  struct nlbuf nb = {.len = 0};
+  msg_seq = SEQ - 1;
+  add_sock(&nb, 1, 5000, 99999, sizeof(struct tcp_info));
+  add_done(&nb);
+  struct nlmsghdr eh = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct nlmsgerr)),
+                        .nlmsg_type = NLMSG_ERROR,
+                        .nlmsg_seq = SEQ + 1};
+  put(&nb, &eh, sizeof(eh));
+  struct nlmsgerr err = {.error = -ENOENT};
+  put(&nb, &err, sizeof(err));
+  size_t foreign_len = nb.len;
+  msg_seq = SEQ;
+  add_sock(&nb, 1, 300, 99999, sizeof(struct tcp_info));
+  add_sock(&nb, 1, 20, 99999, sizeof(struct tcp_info));
+  add_done(&nb);
+
+  struct stall_acc acc = {0};
+  CHECK_EQ_INT(1, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(2, acc.sockets);
+  CHECK_EQ_U64(2, acc.stalled);
+  CHECK_EQ_U64(320, acc.stalled_bytes);
+  CHECK_EQ_U64(3, acc.foreign);
+  CHECK_EQ_U64(0, acc.interrupted);
+  /* a datagram of foreign messages only: nothing counted, more to come */
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_INT(0, walk(&nb, foreign_len, 2000, &acc));
+  CHECK_EQ_U64(0, acc.sockets);
+  CHECK_EQ_U64(3, acc.foreign);
+  return 0;
+}
+
+/* NLM_F_DUMP_INTR on any message of ours (the kernel puts it on the
+ * messages built after its tables changed, and on DONE) is reported; the
+ * walk still goes on to DONE so that nothing of the dump stays queued. */
+DEF_TEST(diag_dump_interrupted) {
+  struct nlbuf nb = {.len = 0};
+  add_sock(&nb, 1, 5000, 99999, sizeof(struct tcp_info));
+  size_t first = nb.len;
+  add_sock(&nb, 1, 300, 99999, sizeof(struct tcp_info));
+  add_done(&nb);
+  struct stall_acc acc = {0};
+  CHECK_EQ_INT(1, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(0, acc.interrupted);
+
+  struct nlmsghdr h;
+  memcpy(&h, nb.b + first, sizeof(h));
+  h.nlmsg_flags |= NLM_F_DUMP_INTR;
+  memcpy(nb.b + first, &h, sizeof(h));
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_INT(1, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(1, acc.interrupted);
+  CHECK_EQ_U64(2, acc.stalled);
+  CHECK_EQ_U64(5300, acc.stalled_bytes);
+
+  /* on DONE only */
+  memcpy(&h, nb.b + first, sizeof(h));
+  h.nlmsg_flags &= (uint16_t)~NLM_F_DUMP_INTR;
+  memcpy(nb.b + first, &h, sizeof(h));
+  size_t done = nb.len - NLMSG_ALIGN(NLMSG_LENGTH(sizeof(int)));
+  memcpy(&h, nb.b + done, sizeof(h));
+  h.nlmsg_flags |= NLM_F_DUMP_INTR;
+  memcpy(nb.b + done, &h, sizeof(h));
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_INT(1, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(1, acc.interrupted);
+  /* a foreign message's flag is not ours */
+  h.nlmsg_seq = SEQ + 9;
+  memcpy(nb.b + done, &h, sizeof(h));
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_INT(0, walk(&nb, nb.len, 2000, &acc));
+  CHECK_EQ_U64(0, acc.interrupted);
+  CHECK_EQ_U64(1, acc.foreign);
   return 0;
 }
 
@@ -289,5 +439,8 @@ int main(void) {
   RUN_TEST(diag_compat_reply_type);
   RUN_TEST(diag_done_and_error);
   RUN_TEST(diag_malformed);
+  RUN_TEST(diag_garbage_against_oracle);
+  RUN_TEST(diag_ignores_other_requests);
+  RUN_TEST(diag_dump_interrupted);
   END_TEST;
 }
