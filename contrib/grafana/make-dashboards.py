@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Writes the two Grafana dashboards of collectd-ebpf: one for the
 write_graphite path, one for write_prometheus. The metric names are the
-contract of collectd-ebpf(5); tests/integration/test_backends checks every
-query below against what real collectd sends. Run after changing a panel:
+contract of collectd-ebpf(5); tests/integration/test_backends evaluates every
+query below with real Graphite and Prometheus servers fed by real collectd
+and fails on one that returns no data. Run after changing a panel:
     contrib/grafana/make-dashboards.py"""
 import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The tcp_window counters the clamps panels graph: type_instances of
+# tcp_window/operations-<name> (README, metric reference). Both dashboards
+# build their clamps queries from this one list.
+CLAMP_COUNTERS = ["clamps"]
 
 
 def panel(pid, title, targets, unit, x, y, w=12, h=8, kind="timeseries",
@@ -70,7 +76,8 @@ def graphite():
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", "alias($host.tcp_window.operations-clamps, 'clamps')")],
+            t(chr(ord("A") + i), "alias($host.tcp_window.operations-%s, '%s')" % (n, n))
+            for i, n in enumerate(CLAMP_COUNTERS)],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
         panel(7, "tcp_window: TCP memory", [
             t("A", "aliasByNode($host.tcp_window.memory-tcp_*, 2)")],
@@ -109,12 +116,16 @@ def prometheus():
               "{{type}} (from total)")],
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
+        # tcp_window dispatches with an empty plugin_instance: write_prometheus
+        # then puts the type_instance in a label named after the plugin
+        # (tcp_window="clamps"), not in "type".
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",type="clamps"}[1m])',
-              "clamps")],
+            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",'
+                   'tcp_window=~"%s"}[1m])' % "|".join(CLAMP_COUNTERS), "{{tcp_window}}")],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled."),
         panel(7, "tcp_window: TCP memory", [
-            t("A", 'collectd_tcp_window_memory{instance="$instance",type=~"tcp_.*"}')],
+            t("A", 'collectd_tcp_window_memory{instance="$instance",tcp_window=~"tcp_.*"}',
+              "{{tcp_window}}")],
             "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
         panel(6, "ebpf: ns per BPF program run", [
             t("A", 'rate(collectd_ebpf_derive_total{instance="$instance",type="run_time_ns"}[1m])'
