@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 """Writes the two Grafana dashboards of collectd-ebpf: one for the
 write_graphite path, one for write_prometheus. The metric names are the
-contract of collectd-ebpf(5); tests/integration/test_backends checks every
-query below against what real collectd sends. Run after changing a panel:
+contract of collectd-ebpf(5); tests/integration/test_backends evaluates every
+query below with real Graphite and Prometheus servers fed by real collectd
+and fails on one that returns no data. Run after changing a panel:
     contrib/grafana/make-dashboards.py"""
 import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The tcp_window counters the clamps panels graph: type_instances of
+# tcp_window/operations-<name> (README, metric reference). Both dashboards
+# build their clamps queries from this one list: clamps from the
+# fexit/kprobe flavours, clamped_wakeups from the tracepoint flavour.
+CLAMP_COUNTERS = ["clamps", "clamped_wakeups"]
 
 
 def panel(pid, title, targets, unit, x, y, w=12, h=8, kind="timeseries",
@@ -70,8 +77,7 @@ def graphite():
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", "alias($host.tcp_window.operations-clamps, 'clamps')"),
-            t("B", "alias($host.tcp_window.operations-clamped_wakeups, 'clamped wake-ups (tracepoint flavour)')")],
+            t("A", "aliasByNode($host.tcp_window.operations-{%s}, 2)" % ",".join(CLAMP_COUNTERS))],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
             "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
             "count different events; ebpf-tcp_window-clamps.gauge-flavour says which runs."),
@@ -112,16 +118,18 @@ def prometheus():
               "{{type}} (from total)")],
             "percent", 12, 8,
             desc="Kernel avg10, and the rate of the stall totals (ms/s / 10 = %)."),
+        # tcp_window dispatches with an empty plugin_instance: write_prometheus
+        # then puts the type_instance in a label named after the plugin
+        # (tcp_window="clamps"), not in "type".
         panel(5, "tcp_window: receive window clamps/s", [
-            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",tcp_window="clamps"}[1m])',
-              "clamps"),
-            t("B", 'rate(collectd_tcp_window_operations_total{instance="$instance",tcp_window="clamped_wakeups"}[1m])',
-              "clamped wake-ups (tracepoint flavour)")],
+            t("A", 'rate(collectd_tcp_window_operations_total{instance="$instance",'
+                   'tcp_window=~"%s"}[1m])' % "|".join(CLAMP_COUNTERS), "{{tcp_window}}")],
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
             "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
             "count different events; collectd_ebpf_gauge{ebpf=\"tcp_window-clamps\",type=\"flavour\"} says which runs."),
         panel(7, "tcp_window: TCP memory", [
-            t("A", 'collectd_tcp_window_memory{instance="$instance",type=~"tcp_.*"}')],
+            t("A", 'collectd_tcp_window_memory{instance="$instance",tcp_window=~"tcp_.*"}',
+              "{{tcp_window}}")],
             "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
         panel(6, "ebpf: ns per BPF program run", [
             t("A", 'rate(collectd_ebpf_derive_total{instance="$instance",type="run_time_ns"}[1m])'
