@@ -144,6 +144,22 @@ $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collec
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o -o $@ -lbpf -lelf -lz -lm
 
+# Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
+# TCP segments and the traffic around it.
+$(BUILD)/tests/hol_drop.bpf.o: tests/helpers/hol_drop.bpf.c | $(BUILD)/tests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/hol_drop.skel.h: $(BUILD)/tests/hol_drop.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name hol_drop_bpf > $@
+
+$(BUILD)/tests/holtraffic: tests/helpers/holtraffic.c $(BUILD)/tests/hol_drop.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) -I$(BUILD)/tests $< -o $@ -lbpf -lelf -lz
+
+TEST_HELPERS += $(BUILD)/tests/holtraffic
+
 $(UNIT_BINS): $(SKELS)
 
 unit: $(UNIT_BINS)

@@ -62,6 +62,23 @@ struct {
   __type(value, __u8);
 } netstacklat_cgroup_filter SEC(".maps");
 
+/* IncludeHOLBlocked false: per TCP socket that ever received data out of
+ * order, the out-of-order range seen last (see hol_blocked()). Socket
+ * storage is freed with the socket; kprobe programs cannot use it, so the
+ * loader refuses that flavour of tcp_socket_read with this setting. */
+struct nsl_hol_range {
+  __u32 ooopack; /* tcp_sock.rcv_ooopack when ooo_end was taken */
+  __u32 ooo_end; /* sequence number after the highest out-of-order data */
+  __u32 active;  /* reads up to ooo_end are still to come */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_SK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct nsl_hol_range);
+} netstacklat_hol_range SEC(".maps");
+
 struct udp_enqueue_args {
   const struct sock *sk;
   const struct sk_buff *skb;
@@ -121,6 +138,13 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
     return NULL;
   }
   return h;
+}
+
+/* An event left out for a reason counted in skipped[why]. */
+static __always_inline void count_skip(__u32 hook, __u64 group, __u32 why) {
+  struct nsl_hist *h = hist_for(hook, group);
+  if (h)
+    h->skipped[why]++;
 }
 
 /* The one handler. tstamp: the packet's receive time (0 when none);
@@ -229,17 +253,65 @@ static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
                                       family == 10 /* AF_INET6 */);
 }
 
-/* Reads that waited behind a hole (out-of-order data) measure the loss
- * recovery, not the host: IncludeHOLBlocked false leaves them out. */
-static __always_inline bool hol_ok(const struct sock *sk, const bool probed) {
-  if (targ_include_hol)
-    return true;
-  /* A probe read in every flavour: the verifier types sk as struct sock
-   * (no tcp_sock field is reachable by a direct load), and skb->sk is an
-   * RCU pointer that bpf_skc_to_tcp_sock() refuses. Only paid with
-   * IncludeHOLBlocked false. */
+/* Reads that waited behind a hole (data that arrived out of order and sat
+ * in the out-of-order queue until a retransmission filled the hole) measure
+ * the loss recovery, not the host: IncludeHOLBlocked false leaves them out.
+ * By the time they are read the queue is usually empty again, so it is the
+ * history that counts: the kernel's count of segments that arrived out of
+ * order (tcp_sock.rcv_ooopack, 5.4+) tells that there was a hole since the
+ * last read, and the end of the out-of-order data then seen bounds the
+ * data that may have waited behind it (the XDP project's netstacklat does
+ * the same). Only compiled in with IncludeHOLBlocked false.
+ *
+ * The tcp_sock fields are probe reads in every flavour: the verifier types
+ * sk as struct sock, so no tcp_sock field is reachable by a direct load. */
+static __always_inline __u32 ooo_end_now(const struct tcp_sock *tp) {
+  __u32 rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
+  /* Queue empty: everything that arrived out of order has been merged,
+   * so it lies below rcv_nxt. */
+  if (!BPF_CORE_READ(tp, out_of_order_queue.rb_node))
+    return rcv_nxt;
+  const struct sk_buff *last = BPF_CORE_READ(tp, ooo_last_skb);
+  __u32 end = 0;
+  bpf_core_read(&end, sizeof(end),
+                &((const struct tcp_skb_cb *)&last->cb[0])->end_seq);
+  /* tcp_recv_timestamp runs after release_sock(): the tail may be freed
+   * under us. Keep a value only inside the receive window; the window's
+   * end is a safe upper bound otherwise. */
+  __u32 wnd_end = BPF_CORE_READ(tp, rcv_wup) + BPF_CORE_READ(tp, rcv_wnd);
+  if ((__s32)(wnd_end - rcv_nxt) < 0)
+    wnd_end = rcv_nxt;
+  if ((__s32)(end - rcv_nxt) <= 0 || (__s32)(end - wnd_end) > 0)
+    return wnd_end;
+  return end;
+}
+
+/* read_end: the sequence number after the data whose receive time is
+ * measured. True when that data lies at or below the out-of-order range
+ * seen: it waited for the hole to be filled. */
+static __always_inline bool hol_blocked(const struct sock *sk,
+                                        __u32 read_end) {
   const struct tcp_sock *tp = (const void *)sk;
-  return BPF_CORE_READ(tp, out_of_order_queue.rb_node) == NULL;
+  __u32 n = BPF_CORE_READ(tp, rcv_ooopack);
+  if (!n) /* never a hole on this socket: no storage either */
+    return false;
+  struct nsl_hol_range *r = bpf_sk_storage_get(
+      &netstacklat_hol_range, (void *)sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+  if (!r) /* cannot tell: leave it out rather than count a blocked read */
+    return true;
+  if (r->ooopack != n) {
+    /* New out-of-order data since the last read. */
+    r->ooopack = n;
+    r->ooo_end = ooo_end_now(tp);
+    r->active = 1;
+  }
+  if (!r->active)
+    return false;
+  if ((__s32)(read_end - r->ooo_end) > 0) {
+    r->active = 0; /* the reader is past the range: done until the next */
+    return false;
+  }
+  return true;
 }
 
 /* ===================================================== ip_start */
@@ -431,9 +503,21 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
                                      const bool probed) {
   __u64 group;
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
-                 RD(probed, sk, sk_rx_dst_ifindex), &group, probed) ||
-      !hol_ok(sk, probed))
+                 RD(probed, sk, sk_rx_dst_ifindex), &group, probed))
     return;
+  if (!targ_include_hol) {
+    /* kprobe programs have no socket storage: the loader does not use
+     * this flavour with IncludeHOLBlocked false. */
+    if (probed)
+      return;
+    /* Called after the read: copied_seq is the end of the data read,
+     * and the timestamp is that of the last skb read. */
+    const struct tcp_sock *tp = (const void *)sk;
+    if (hol_blocked(sk, BPF_CORE_READ(tp, copied_seq))) {
+      count_skip(NSL_TCP_SOCKET_READ, group, NSL_SKIP_HOL_BLOCKED);
+      return;
+    }
+  }
   record(NSL_TCP_SOCKET_READ, t, 0, group);
 }
 
@@ -453,9 +537,14 @@ int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
   if (!sk || !is_proto(sk, 6))
     return 0;
   __u64 group;
-  if (!socket_ok(NSL_TCP_SOCKET_READ, sk, skb->skb_iif, &group, false) ||
-      !hol_ok(sk, false))
+  if (!socket_ok(NSL_TCP_SOCKET_READ, sk, skb->skb_iif, &group, false))
     return 0;
+  /* Before the copy, per skb: the skb's own end is the data measured. */
+  if (!targ_include_hol &&
+      hol_blocked(sk, ((const struct tcp_skb_cb *)&skb->cb[0])->end_seq)) {
+    count_skip(NSL_TCP_SOCKET_READ, group, NSL_SKIP_HOL_BLOCKED);
+    return 0;
+  }
   __u64 t = skb->tstamp;
   record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group);
   return 0;

@@ -32,6 +32,8 @@ enum nsl_skip {
   NSL_SKIP_NOT_RX,        /* a delivery (EDT) time, not a receive time */
   NSL_SKIP_FUTURE,        /* timestamp later than now: clock step */
   NSL_SKIP_MAP_FULL,      /* GroupBy: no room for a new group */
+  NSL_SKIP_HOL_BLOCKED,   /* tcp_socket_read, IncludeHOLBlocked false: the
+                             data read waited behind a hole (loss recovery) */
   NSL_NSKIPS,
 };
 

@@ -21,5 +21,5 @@ $(BUILD)/vm/bpfverify: tests/vm/bpfverify.c
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lbpf -lelf -lz
 
 VM_TOOLS := $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify
-check-vm: deps $(PLUGIN_SO) $(BUILD)/tests/loader_check $(VM_TOOLS)
+check-vm: deps $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(VM_TOOLS)
 	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_KVM=$(VM_KVM) tests/vm/run-matrix

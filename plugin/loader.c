@@ -459,6 +459,12 @@ int loader_run(const char *feature, const struct loader_ops *ops,
   int result = 0;
   for (size_t i = 0; i < nhooks; i++) {
     memset(hooks[i].failed, 0, sizeof(hooks[i].failed));
+    for (int f = 0; f < FLAVOUR_COUNT; f++)
+      if (hooks[i].refuse[f]) {
+        hooks[i].failed[f] = true;
+        snprintf(hooks[i].why[f], sizeof(hooks[i].why[f]), "%s",
+                 hooks[i].refuse[f]);
+      }
     hooks[i].flavour = -1;
     hooks[i].nlinks = 0;
   }

@@ -44,6 +44,9 @@ struct hook_def {
 struct hook_state {
   const struct hook_def *def;
   bool wanted;          /* set by the feature before loader_run() */
+  /* Set by the feature before loader_run(): flavours its settings rule
+   * out, with the reason to log (NULL: allowed). */
+  const char *refuse[FLAVOUR_COUNT];
   int flavour;          /* chosen flavour, -1 when unavailable */
   bool failed[FLAVOUR_COUNT];
   char why[FLAVOUR_COUNT][160]; /* why each flavour was refused */

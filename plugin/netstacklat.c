@@ -41,7 +41,7 @@ static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
 
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
-    "skipped-map_full"};
+    "skipped-map_full", "skipped-hol_blocked"};
 
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"ip_start",
@@ -464,7 +464,7 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
-  /* Preallocated per CPU: groups x wanted hooks x CPUs x 248 bytes. */
+  /* Preallocated per CPU: groups x wanted hooks x CPUs x 256 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
@@ -629,6 +629,10 @@ static int netstacklat_init(void) {
   for (int h = 0; h < NSL_NHOOKS; h++) {
     hooks[h] = (struct hook_state){.def = &hook_defs[h],
                                    .wanted = cfg.hook_on[h]};
+    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol)
+      hooks[h].refuse[FLAVOUR_KPROBE] =
+          "not with IncludeHOLBlocked false (it needs socket storage, "
+          "which kprobe programs cannot use)";
     if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
         !hook_has_socket(h) && hooks[h].wanted) {
       hooks[h].wanted = false;
@@ -698,6 +702,15 @@ static void pct_name(double p, char *buf, size_t len) {
   buf[o] = 0;
 }
 
+/* skipped-hol_blocked exists for tcp_socket_read (and its groups) with
+ * IncludeHOLBlocked false only; elsewhere it could only ever be 0. */
+static bool counts_hol(const char *inst) {
+  const char *r = hook_names[NSL_TCP_SOCKET_READ];
+  size_t n = strlen(r);
+  return !cfg.include_hol && strncmp(inst, r, n) == 0 &&
+         (inst[n] == 0 || inst[n] == '-');
+}
+
 static void dispatch(const char *inst, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
   uint64_t d[HIST_NBUCKETS];
@@ -707,8 +720,9 @@ static void dispatch(const char *inst, const struct nsl_hist *now,
   uint64_t total = hist_total((const uint64_t *)now->bucket);
   submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
   for (int s = 0; s < NSL_NSKIPS; s++)
-    submit_derive(FEATURE, inst, "operations", skip_names[s],
-                  (int64_t)now->skipped[s]);
+    if (s != NSL_SKIP_HOL_BLOCKED || counts_hol(inst))
+      submit_derive(FEATURE, inst, "operations", skip_names[s],
+                    (int64_t)now->skipped[s]);
   double sum = (double)(now->sum_ns - before->sum_ns);
   for (int i = 0; i < cfg.npct; i++)
     submit_gauge(FEATURE, inst, "latency", pct_names[i],

@@ -1,0 +1,311 @@
+/* TCP reads behind a hole, for the IncludeHOLBlocked tests (integration
+ * test test_netstacklat and the VM matrix):
+ *
+ *   holtraffic IFACE ADDR PORT N_BEFORE N_AFTER N_LATE HOLD_MS
+ *
+ * Attaches tests/helpers/hol_drop.bpf.c to IFACE in generic XDP mode (the
+ * device the connection to ADDR arrives by: lo for a local address; the
+ * program sees received packets only), then a child
+ * connects to ADDR:PORT and sends messages of 100 bytes with TCP_NODELAY:
+ *
+ *   1. N_BEFORE messages, each after the previous one was read: in order;
+ *   2. one message that is lost (with its retransmissions, for HOLD_MS),
+ *      then N_AFTER more, 1 ms apart: they arrive out of order and wait
+ *      in the out-of-order queue until a retransmission fills the hole;
+ *   3. once all of that was read, N_LATE messages as in 1.
+ *
+ * The parent accepts and reads with SO_TIMESTAMPNS: each read's latency is
+ * the time of its return minus the kernel's receive timestamp of the last
+ * skb it read (what tcp_socket_read measures, told by the kernel itself).
+ * A read is "slow" when that latency is at least HOLD_MS / 2. Prints
+ *
+ *   reads=R fast=F slow=S unstamped=U max_ms=X drops=D ofo=O retrans=T
+ *
+ * drops: the segments the XDP program lost; ofo, retrans: this network
+ * namespace's TcpExt TCPOFOQueue and Tcp RetransSegs over the run (the
+ * kernel's witnesses that there was a hole). Exit status 0 when every
+ * byte arrived. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include "hol_drop.skel.h"
+
+#define MSG 100
+
+static void die(const char *what) {
+  fprintf(stderr, "holtraffic: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
+
+static socklen_t make_addr(const char *addr, int port,
+                           struct sockaddr_storage *ss) {
+  memset(ss, 0, sizeof(*ss));
+  if (strchr(addr, ':')) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((unsigned short)port);
+    if (inet_pton(AF_INET6, addr, &a->sin6_addr) != 1)
+      die("bad IPv6 address");
+    return sizeof(*a);
+  }
+  struct sockaddr_in *a = (struct sockaddr_in *)ss;
+  a->sin_family = AF_INET;
+  a->sin_port = htons((unsigned short)port);
+  if (inet_pton(AF_INET, addr, &a->sin_addr) != 1)
+    die("bad IPv4 address");
+  return sizeof(*a);
+}
+
+/* One counter of /proc/net/netstat or /proc/net/snmp ("TcpExt:",
+ * "TCPOFOQueue"): a header line of names, then one of values. */
+static long long kcounter(const char *file, const char *group,
+                          const char *name) {
+  FILE *f = fopen(file, "r");
+  if (!f)
+    return -1;
+  char keys[8192], vals[8192];
+  long long out = -1;
+  size_t gl = strlen(group);
+  while (fgets(keys, sizeof(keys), f) && fgets(vals, sizeof(vals), f)) {
+    if (strncmp(keys, group, gl) != 0)
+      continue;
+    char *ks, *vs;
+    char *k = strtok_r(keys, " \n", &ks);
+    char *v = strtok_r(vals, " \n", &vs);
+    while (k && v) {
+      if (strcmp(k, name) == 0)
+        out = atoll(v);
+      k = strtok_r(NULL, " \n", &ks);
+      v = strtok_r(NULL, " \n", &vs);
+    }
+  }
+  fclose(f);
+  return out;
+}
+
+/* Read a sysctl into old (when not NULL), then write val. */
+static int sysctl_set(const char *path, const char *val, char *old,
+                      size_t oldlen) {
+  FILE *f;
+  if (old && (f = fopen(path, "r"))) {
+    if (!fgets(old, (int)oldlen, f))
+      old[0] = 0;
+    fclose(f);
+  }
+  if (!(f = fopen(path, "w")))
+    return -1;
+  int r = fputs(val, f) < 0;
+  return fclose(f) || r ? -1 : 0;
+}
+
+static double now_real(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The child's wait: until the parent has received `want` bytes in all. */
+static void wait_read(int fd, unsigned long want) {
+  unsigned long got = 0;
+  while (got < want)
+    if (read(fd, &got, sizeof(got)) != sizeof(got))
+      exit(2);
+}
+
+static void sender(const char *addr, int port, int n_before, int n_after,
+                   int n_late, int tokens) {
+  struct sockaddr_storage ss;
+  socklen_t len = make_addr(addr, port, &ss);
+  int c = socket(ss.ss_family, SOCK_STREAM, 0);
+  int one = 1;
+  if (c < 0 || setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+      connect(c, (struct sockaddr *)&ss, len))
+    die("connect");
+  char buf[MSG];
+  unsigned long sent = 0;
+  for (int i = 0; i < n_before; i++) {
+    memset(buf, 'b', sizeof(buf));
+    if (send(c, buf, sizeof(buf), 0) != sizeof(buf))
+      die("send");
+    wait_read(tokens, sent += MSG);
+    sleep_ms(2);
+  }
+  for (int i = 0; i <= n_after; i++) { /* the lost one, then n_after */
+    memset(buf, i ? 'a' : 'h', sizeof(buf));
+    if (send(c, buf, sizeof(buf), 0) != sizeof(buf))
+      die("send");
+    sleep_ms(1);
+  }
+  wait_read(tokens, sent += (unsigned long)(n_after + 1) * MSG);
+  sleep_ms(100);
+  for (int i = 0; i < n_late; i++) {
+    memset(buf, 'l', sizeof(buf));
+    if (send(c, buf, sizeof(buf), 0) != sizeof(buf))
+      die("send");
+    wait_read(tokens, sent += MSG);
+    sleep_ms(2);
+  }
+  close(c);
+  exit(0);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 8) {
+    fprintf(stderr, "usage: holtraffic IFACE ADDR PORT N_BEFORE N_AFTER "
+                    "N_LATE HOLD_MS\n");
+    return 2;
+  }
+  const char *dev = argv[1], *addr = argv[2];
+  int port = atoi(argv[3]), n_before = atoi(argv[4]),
+      n_after = atoi(argv[5]), n_late = atoi(argv[6]);
+  long hold_ms = atol(argv[7]);
+  signal(SIGPIPE, SIG_IGN); /* a sender that died shows as missing bytes */
+  int ifindex = (int)if_nametoindex(dev);
+  if (!ifindex)
+    die(dev);
+
+  /* Without SACK there is no RACK and no tail loss probe, and with a high
+   * reordering threshold no fast retransmit: the sender keeps sending new
+   * data past the hole (no recovery holds it back), so it arrives out of
+   * order, and the hole is filled by the timeout retransmission. Without
+   * retransmission collapsing that retransmission carries the lost message
+   * only, so the reader gets the data that waited in the out-of-order
+   * queue (with its receive time), not a fresh copy of it. All three are
+   * per network namespace; restored at the end. */
+  static const char *const SACK = "/proc/sys/net/ipv4/tcp_sack",
+                           *const REORD = "/proc/sys/net/ipv4/tcp_reordering",
+                           *const COLL =
+                               "/proc/sys/net/ipv4/tcp_retrans_collapse";
+  char old_sack[32] = "", old_reord[32] = "", old_coll[32] = "";
+  if (sysctl_set(SACK, "0", old_sack, sizeof(old_sack)) ||
+      sysctl_set(REORD, "100", old_reord, sizeof(old_reord)) ||
+      sysctl_set(COLL, "0", old_coll, sizeof(old_coll)))
+    die("sysctl net.ipv4.tcp_sack/tcp_reordering/tcp_retrans_collapse");
+
+  long long ofo0 = kcounter("/proc/net/netstat", "TcpExt:", "TCPOFOQueue");
+  long long rtx0 = kcounter("/proc/net/snmp", "Tcp:", "RetransSegs");
+
+  struct hol_drop_bpf *skel = hol_drop_bpf__open();
+  if (!skel)
+    die("open hol_drop");
+  skel->rodata->targ_dport = (__u16)port;
+  skel->rodata->targ_nth = (__u32)n_before + 1;
+  skel->rodata->targ_hold_ns = (__u64)hold_ms * 1000000ULL;
+  if (hol_drop_bpf__load(skel))
+    die("load hol_drop");
+  int err = bpf_xdp_attach(ifindex, bpf_program__fd(skel->progs.hol_drop),
+                           XDP_FLAGS_SKB_MODE, NULL);
+  if (err) {
+    errno = -err;
+    die("XDP attach");
+  }
+
+  struct sockaddr_storage ss;
+  socklen_t len = make_addr(addr, port, &ss);
+  int ls = socket(ss.ss_family, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (ls < 0 || bind(ls, (struct sockaddr *)&ss, len) || listen(ls, 1))
+    die("listen");
+  /* Asking for timestamps turns the kernel's receive stamping on from a
+   * work queue: ask early (the accepted socket inherits it), let it act. */
+  if (setsockopt(ls, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)))
+    die("SO_TIMESTAMPNS");
+  sleep_ms(200);
+  int pipefd[2];
+  if (pipe(pipefd))
+    die("pipe");
+  pid_t child = fork();
+  if (child < 0)
+    die("fork");
+  if (child == 0) {
+    close(pipefd[1]);
+    sender(addr, port, n_before, n_after, n_late, pipefd[0]);
+  }
+  close(pipefd[0]);
+  int c = accept(ls, NULL, NULL);
+  if (c < 0)
+    die("accept");
+  struct timeval tmo = {30, 0};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+
+  unsigned long want = (unsigned long)(n_before + 1 + n_after + n_late) * MSG;
+  unsigned long got = 0;
+  int reads = 0, fast = 0, slow = 0, unstamped = 0;
+  double max_ms = 0;
+  static char buf[1 << 16];
+  while (got < want) {
+    char ctrl[256];
+    struct iovec iov = {buf, sizeof(buf)};
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = ctrl,
+                       .msg_controllen = sizeof(ctrl)};
+    ssize_t n = recvmsg(c, &m, 0);
+    double t = now_real();
+    if (n <= 0)
+      break;
+    reads++;
+    got += (unsigned long)n;
+    double ms = -1;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+        ms = (t - (ts.tv_sec + ts.tv_nsec / 1e9)) * 1e3;
+      }
+    if (ms < 0)
+      unstamped++;
+    else if (ms >= hold_ms / 2.0)
+      slow++;
+    else
+      fast++;
+    if (ms > max_ms)
+      max_ms = ms;
+    if (getenv("HOL_VERBOSE"))
+      fprintf(stderr, "read %d: %zd bytes at %.3f, latency %.3f ms\n", reads,
+              n, t, ms);
+    if (write(pipefd[1], &got, sizeof(got)) != sizeof(got))
+      die("pipe write");
+  }
+  int st = 0;
+  waitpid(child, &st, 0);
+  close(c);
+  close(ls);
+
+  sysctl_set(SACK, old_sack, NULL, 0);
+  sysctl_set(REORD, old_reord, NULL, 0);
+  sysctl_set(COLL, old_coll, NULL, 0);
+  bpf_xdp_detach(ifindex, XDP_FLAGS_SKB_MODE, NULL);
+
+  long long ofo1 = kcounter("/proc/net/netstat", "TcpExt:", "TCPOFOQueue");
+  long long rtx1 = kcounter("/proc/net/snmp", "Tcp:", "RetransSegs");
+  printf("reads=%d fast=%d slow=%d unstamped=%d max_ms=%.1f drops=%llu "
+         "ofo=%lld retrans=%lld bytes=%lu\n",
+         reads, fast, slow, unstamped, max_ms,
+         (unsigned long long)skel->bss->dropped, ofo1 - ofo0, rtx1 - rtx0,
+         got);
+  hol_drop_bpf__destroy(skel);
+  return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
