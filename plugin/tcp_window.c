@@ -637,6 +637,13 @@ static int st_cand_cmp(const void *a, const void *b) {
   return x->s.cookie < y->s.cookie ? -1 : x->s.cookie > y->s.cookie;
 }
 
+static int st_cand_pid_cmp(const void *a, const void *b) {
+  const struct st_cand *x = a, *y = b;
+  if (x->pid != y->pid)
+    return x->pid < y->pid ? -1 : 1;
+  return st_cand_cmp(a, b);
+}
+
 /* After a whole dump: OKAY for the tracked sockets it did not see
  * stalled, WARNING for the new ones. */
 static void st_commit(void) {
@@ -675,6 +682,9 @@ static void st_commit(void) {
       }
     }
     st_owners(st.cand, st.ncand);
+    /* By owner, so that one process's sockets share one look at its
+     * comm and cgroup. */
+    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_pid_cmp);
     for (size_t i = 0; i < st.ncand; i++) {
       const struct diag_sock *s = &st.cand[i].s;
       struct st_entry *e = &st.e[st.n++];
@@ -687,7 +697,12 @@ static void st_commit(void) {
                              .pid = st.cand[i].pid};
       st_addr(e->local, s->family, s->src, s->sport);
       st_addr(e->remote, s->family, s->dst, s->dport);
-      st_describe(e);
+      if (i && e->pid > 0 && e[-1].pid == e->pid) {
+        memcpy(e->comm, e[-1].comm, sizeof(e->comm));
+        memcpy(e->cgroup, e[-1].cgroup, sizeof(e->cgroup));
+      } else {
+        st_describe(e);
+      }
       st_notify(e, NOTIF_WARNING, "stalled");
     }
     st.ncand = 0;
