@@ -797,6 +797,8 @@ static int stalled_init(void) {
     diag_buf = NULL;
     return err;
   }
+  if (cfg.stalled_notify)
+    st_init(); /* without it, the counts run on */
   return 0;
 }
 
@@ -861,8 +863,6 @@ static int tcp_window_init(void) {
     return err;
   stalled_on = cfg.stalled && stalled_init() == 0;
   leave_netns(back);
-  if (stalled_on && cfg.stalled_notify)
-    st_init();
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
   tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;

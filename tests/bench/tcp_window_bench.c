@@ -164,6 +164,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "read") == 0) {
     cfg_defaults();
+    cfg.stalled_notify = false; /* the dump alone; `notify` for the rest */
     if (stalled_init())
       return 1;
     n = n ? n : 20;
@@ -188,6 +189,7 @@ int main(int argc, char **argv) {
     n = n ? n : 1000;
     cfg_defaults();
     cfg.stalled_after = 0.001;
+    cfg.stalled_notify = false; /* on from forget_all() */
     if (stalled_init())
       return 1;
     stalled_sockets(n);
