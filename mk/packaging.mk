@@ -27,8 +27,8 @@ DATADIR ?= $(PREFIX)/share/collectd-ebpf
 # plugin/collectd_api.h is the same in both builds.
 COLLECTD_ABI ?= system
 ifeq ($(COLLECTD_ABI),own)
-PLUGIN_CFLAGS := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I/usr/include/collectd,$(PLUGIN_CFLAGS))
-UNIT_CFLAGS   := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I/usr/include/collectd,$(UNIT_CFLAGS))
+PLUGIN_CFLAGS := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I$(COLLECTD_INC),$(PLUGIN_CFLAGS))
+UNIT_CFLAGS   := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I$(COLLECTD_INC),$(UNIT_CFLAGS))
 endif
 
 ABI_CHECK := $(BUILD)/tests/abi_test
