@@ -3,25 +3,22 @@
  * packet's receive timestamp to points of the network stack; dispatched as
  * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat.bpf.c
  * for the kernel side and docs/netstacklat.md for what each hook means. */
-#define _GNU_SOURCE 1 /* setns(), CLONE_NEWNET */
+#include "cgroup.h"
 #include "ebpf.h"
 #include "hist.h"
 #include "loader.h"
+#include "netns.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
 
 #include <bpf/bpf.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <linux/net_tstamp.h>
 #include <math.h>
 #include <net/if.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/timex.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,24 +180,6 @@ static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
   return -1;
 }
 
-static int check_path(const oconfig_item_t *ci, const char *p) {
-  const char *s = p;
-  while (*s == '/')
-    s++;
-  bool dots = false;
-  for (const char *q = s; *q; q++)
-    if ((q == s || q[-1] == '/') && q[0] == '.' && q[1] == '.' &&
-        (q[2] == '/' || q[2] == 0))
-      dots = true;
-  if (*s == 0 || dots) {
-    E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
-            "expected a cgroup path below the cgroup2 root, without \"..\".",
-            p, ci->key);
-    return -1;
-  }
-  return 0;
-}
-
 static int netstacklat_config(const oconfig_item_t *ci) {
   int errors = 0;
   bool seen[16] = {0};
@@ -214,12 +193,9 @@ static int netstacklat_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
     else if (!strcasecmp(k, "Buckets"))
       st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
-    else if (!strcasecmp(k, "Cgroup")) {
-      size_t before = cfg.ncgroups;
-      st = cfg_strings_append(c, &cfg.cgroups, &cfg.ncgroups);
-      for (size_t j = before; !st && j < cfg.ncgroups; j++)
-        st = check_path(c, cfg.cgroups[j]);
-    } else if (!strcasecmp(k, "Interface")) {
+    else if (!strcasecmp(k, "Cgroup"))
+      st = cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+    else if (!strcasecmp(k, "Interface")) {
       st = cfg_strings_append(c, &cfg.ifaces, &cfg.nifaces);
       for (size_t j = 0; !st && j < cfg.nifaces; j++)
         if (strlen(cfg.ifaces[j]) >= IFNAMSIZ || strchr(cfg.ifaces[j], '/')) {
@@ -279,19 +255,10 @@ static struct nsl_hist prev[NSL_NHOOKS];
 static struct group_prev *gprev; /* sorted by key */
 static size_t ngprev;
 static struct timespec last_read;
-static __u32 netns_inum;
+static struct netns netns;
 static bool warned_map_full;
-static char netns_path[512]; /* "" for our own netns */
-
-/* cgroup id -> path below the cgroup2 root */
-struct cg_name {
-  __u64 id;
-  char *rel;
-};
-static struct cg_name *cg_names;
-static size_t ncg_names, cap_cg_names;
-static __u64 *cg_filter_ids; /* what is in the BPF filter map, sorted */
-static size_t ncg_filter;
+static struct cgroup_tree cgroups;
+static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
 
 static double now_mono(struct timespec *ts) {
   clock_gettime(CLOCK_MONOTONIC, ts);
@@ -307,142 +274,18 @@ static void set_tai_offset(void) {
 
 /* --------------------------------------------------------------- cgroups */
 
-static int cmp_u64(const void *a, const void *b) {
-  __u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void cg_names_clear(void) {
-  for (size_t i = 0; i < ncg_names; i++)
-    free(cg_names[i].rel);
-  ncg_names = 0;
-}
-
-static void cg_add(__u64 id, const char *rel) {
-  if (ncg_names == cap_cg_names) {
-    size_t cap = cap_cg_names ? cap_cg_names * 2 : 256;
-    struct cg_name *n = realloc(cg_names, cap * sizeof(*n));
-    if (!n)
-      return;
-    cg_names = n;
-    cap_cg_names = cap;
-  }
-  cg_names[ncg_names].id = id;
-  cg_names[ncg_names].rel = strdup(rel);
-  if (cg_names[ncg_names].rel)
-    ncg_names++;
-}
-
-/* Depth-first walk of the cgroup2 tree: directories only. */
-static void cg_walk(int dfd, const char *rel, int depth) {
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    close(dfd);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.')
-      continue;
-    char sub[4096];
-    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    struct stat st;
-    if (fstat(fd, &st) == 0)
-      cg_add((__u64)st.st_ino, sub);
-    if (depth < 64)
-      cg_walk(fd, sub, depth + 1);
-    else
-      close(fd);
-  }
-  closedir(d);
-}
-
-static int cmp_cg_name(const void *a, const void *b) {
-  return cmp_u64(&((const struct cg_name *)a)->id,
-                 &((const struct cg_name *)b)->id);
-}
-
-/* On cgroup2 a cgroup's id is its directory's inode number. */
-static void cg_names_refresh(void) {
-  const char *root = cgroup2_root();
-  cg_names_clear();
-  if (!root)
-    return;
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  struct stat st;
-  if (fstat(fd, &st) == 0)
-    cg_add((__u64)st.st_ino, "");
-  cg_walk(fd, "", 0);
-  qsort(cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
-}
-
-static const char *cg_name_of(__u64 id) {
-  struct cg_name k = {.id = id};
-  struct cg_name *n =
-      bsearch(&k, cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
-  return n ? n->rel : NULL;
-}
-
-/* Subtree semantics: a configured path (glob) selects that cgroup and
- * every cgroup below it. Called at init and every interval, so cgroups
- * created later are picked up. Returns how many ids are selected. */
-struct id_list {
-  __u64 *ids;
-  size_t n, cap;
-};
-
-/* Every known cgroup at or below rel. */
-static void cg_collect(const char *dir, const char *rel, void *arg) {
-  struct id_list *l = arg;
-  size_t rl = strlen(rel);
-  for (size_t i = 0; i < ncg_names; i++) {
-    const char *r = cg_names[i].rel;
-    if (strncmp(r, rel, rl) != 0 || (r[rl] != 0 && r[rl] != '/'))
-      continue;
-    if (l->n == l->cap) {
-      size_t cap = l->cap ? l->cap * 2 : 64;
-      __u64 *t = realloc(l->ids, cap * sizeof(*t));
-      if (!t)
-        return;
-      l->ids = t;
-      l->cap = cap;
-    }
-    l->ids[l->n++] = cg_names[i].id;
-  }
-}
-
+/* The Cgroup filter map follows the cgroups that exist now. Called at init
+ * and every interval, so cgroups created later are picked up. Returns how
+ * many ids are selected. */
 static size_t cg_filter_refresh(bool log_changes) {
   if (!cgroup2_root())
     return 0;
-  struct id_list l = {0};
-  for (size_t p = 0; p < cfg.ncgroups; p++)
-    cgroup2_glob(cfg.cgroups[p], cg_collect, &l);
-  __u64 *ids = l.ids;
-  size_t n = l.n;
-  qsort(ids, n, sizeof(*ids), cmp_u64);
-  size_t u = 0;
-  for (size_t i = 0; i < n; i++)
-    if (u == 0 || ids[u - 1] != ids[i])
-      ids[u++] = ids[i];
-  n = u;
-
-  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_filter);
-  __u8 one = 1;
-  size_t added = 0, removed = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!bsearch(&ids[i], cg_filter_ids, ncg_filter, sizeof(__u64), cmp_u64))
-      added += bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY) == 0;
-  for (size_t i = 0; i < ncg_filter; i++)
-    if (!bsearch(&cg_filter_ids[i], ids, n, sizeof(__u64), cmp_u64))
-      removed += bpf_map_delete_elem(fd, &cg_filter_ids[i]) == 0;
-  free(cg_filter_ids);
-  cg_filter_ids = ids;
-  ncg_filter = n;
+  uint64_t *ids;
+  size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
+  size_t added, removed;
+  cgroup_filter_sync(&cg_filter,
+                     bpf_map__fd(skel->maps.netstacklat_cgroup_filter), ids, n,
+                     &added, &removed);
   if (log_changes && (added || removed))
     E_INFO("netstacklat: cgroup filter now matches %zu cgroups (%zu new, "
            "%zu gone).",
@@ -458,7 +301,7 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel = netstacklat_bpf__open_opts(&opts);
   if (!skel)
     return NULL;
-  skel->rodata->targ_netns = netns_inum;
+  skel->rodata->targ_netns = netns.inum;
   skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
   skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
@@ -503,78 +346,21 @@ static int open_tstamp_socket(void) {
   return fd;
 }
 
-static int resolve_netns(void) {
-  const char *ns = cfg.netns ? cfg.netns : "host";
-  if (!strcasecmp(ns, "all")) {
-    netns_inum = 0;
-    return 0;
-  }
-  char path[512];
-  if (!strcasecmp(ns, "host"))
-    snprintf(path, sizeof(path), "/proc/self/ns/net");
-  else if (ns[0] == '/')
-    snprintf(path, sizeof(path), "%s", ns);
-  else
-    snprintf(path, sizeof(path), "/run/netns/%s", ns);
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    E_ERROR("netstacklat: option \"NetworkNamespace\" \"%s\": %s: %s", ns,
-            path, ERRSTR(errno));
-    return -EINVAL;
-  }
-  netns_inum = (__u32)st.st_ino;
-  netns_path[0] = 0;
-  if (strcasecmp(ns, "host") != 0)
-    snprintf(netns_path, sizeof(netns_path), "%s", path);
-  return 0;
-}
-
 /* Interface names belong to a network namespace: look them up in the one
- * configured, from this thread only (setns changes the calling thread). */
-static int netns_enter(int *back) {
-  *back = -1;
-  if (!netns_path[0])
-    return 0;
-  int target = open(netns_path, O_RDONLY | O_CLOEXEC);
-  *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  int err = 0;
-  if (target < 0 || *back < 0 || setns(target, CLONE_NEWNET) != 0) {
-    err = -errno;
-    E_ERROR("netstacklat: cannot enter network namespace %s to look up "
-            "interfaces: %s",
-            netns_path, ERRSTR(err));
-    if (*back >= 0)
-      close(*back);
-    *back = -1;
-  }
-  if (target >= 0)
-    close(target);
-  return err;
-}
-
-static void netns_leave(int back) {
-  if (back < 0)
-    return;
-  if (setns(back, CLONE_NEWNET) != 0)
-    E_ERROR("netstacklat: cannot return to our network namespace: %s",
-            ERRSTR(errno));
-  close(back);
-}
-
+ * configured (collectd's own for "all"). */
 static int ifindexes(unsigned *out) {
-  int back, err = netns_enter(&back);
+  int back, err = netns_enter(&netns, FEATURE, &back);
   if (err)
     return err;
   for (size_t i = 0; i < cfg.nifaces; i++) {
     out[i] = if_nametoindex(cfg.ifaces[i]);
     if (out[i] == 0) {
       E_ERROR("netstacklat: option \"Interface\" \"%s\": no such interface%s%s.",
-              cfg.ifaces[i], netns_path[0] ? " in " : "",
-              netns_path[0] ? netns_path : "");
+              cfg.ifaces[i], netns.path[0] ? " in " : "", netns.path);
       err = -EINVAL;
     }
   }
-  netns_leave(back);
+  netns_leave(back, FEATURE);
   return err;
 }
 
@@ -592,10 +378,10 @@ static const char *if_name_of(unsigned idx) {
       return if_names[i].name;
   struct if_name n = {.idx = idx};
   int back;
-  if (netns_enter(&back) != 0)
+  if (netns_enter(&netns, FEATURE, &back) != 0)
     return NULL;
   bool ok = if_indextoname(idx, n.name) != NULL;
-  netns_leave(back);
+  netns_leave(back, FEATURE);
   if (!ok)
     return NULL;
   struct if_name *t = realloc(if_names, (nif_names + 1) * sizeof(*t));
@@ -609,7 +395,7 @@ static const char *if_name_of(unsigned idx) {
 static void netstacklat_shutdown(void);
 
 static int netstacklat_init(void) {
-  int err = resolve_netns();
+  int err = netns_resolve(cfg.netns, FEATURE, &netns);
   if (err)
     return err;
   unsigned ifidx[cfg.nifaces + 1];
@@ -654,7 +440,7 @@ static int netstacklat_init(void) {
     bpf_map_update_elem(fd, &idx, &one, BPF_ANY);
   }
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups && cg_filter_refresh(false) == 0)
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
@@ -742,17 +528,15 @@ static bool group_name(const struct nsl_group_key *k,
     instance_from_path(n, buf);
     return true;
   }
-  const char *rel = cg_name_of(k->group);
+  const char *rel = cgroup_tree_path(&cgroups, k->group);
   if (!rel && !*refreshed) {
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
     *refreshed = true;
-    rel = cg_name_of(k->group);
+    rel = cgroup_tree_path(&cgroups, k->group);
   }
   if (!rel)
     return false; /* the cgroup is gone */
-  if (!*rel)
-    rel = "root";
-  instance_from_path(rel, buf);
+  cgroup_name(rel, buf);
   return true;
 }
 
@@ -841,7 +625,7 @@ static int netstacklat_read(void) {
   last_read = ts;
   set_tai_offset();
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);
 
@@ -892,13 +676,8 @@ static void netstacklat_shutdown(void) {
   if_names = NULL;
   nif_names = 0;
   warned_map_full = false;
-  cg_names_clear();
-  free(cg_names);
-  cg_names = NULL;
-  cap_cg_names = 0;
-  free(cg_filter_ids);
-  cg_filter_ids = NULL;
-  ncg_filter = 0;
+  cgroup_tree_free(&cgroups);
+  cgroup_filter_free(&cg_filter);
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
   free(cfg.netns);
