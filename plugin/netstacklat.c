@@ -486,16 +486,17 @@ static void pct_name(double p, char *buf, size_t len) {
 
 static void dispatch(const char *inst, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
-  uint64_t d[HIST_NBUCKETS];
-  uint64_t n = hist_delta((const uint64_t *)now->bucket,
-                          (const uint64_t *)before->bucket, d);
+  uint64_t d[HIST_NBUCKETS], dsum;
+  uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
+                              (const uint64_t *)before->bucket, now->sum_ns,
+                              before->sum_ns, d, &dsum);
   /* The counters are cumulative and never reset while we run. */
   uint64_t total = hist_total((const uint64_t *)now->bucket);
   submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
   for (int s = 0; s < NSL_NSKIPS; s++)
     submit_derive(FEATURE, inst, "operations", skip_names[s],
                   (int64_t)now->skipped[s]);
-  double sum = (double)(now->sum_ns - before->sum_ns);
+  double sum = (double)dsum;
   for (int i = 0; i < cfg.npct; i++)
     submit_gauge(FEATURE, inst, "latency", pct_names[i],
                  n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
@@ -593,12 +594,14 @@ static void read_grouped(double elapsed) {
   }
   qsort(cur, n, sizeof(*cur), cmp_gkey);
   bool refreshed = false;
+  size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
     char gname[EBPF_NAME_LEN], inst[DATA_MAX_NAME_LEN];
     if (!group_name(&cur[i].key, gname, &refreshed)) {
-      /* The group is gone: free its slot for new groups. */
+      /* The group is gone: free its slot for new groups, and forget its
+       * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       continue;
     }
@@ -607,10 +610,11 @@ static void read_grouped(double elapsed) {
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
     static const struct nsl_hist zero;
     dispatch(inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+    cur[kept++] = cur[i]; /* still sorted */
   }
   free(gprev);
   gprev = cur;
-  ngprev = n;
+  ngprev = kept;
 out:
   free(keys);
   free(vals);
