@@ -95,9 +95,39 @@ static int open_if(const char *path, uint32_t inum) {
   return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/* Where a namespace was found last time: looked at first, so that a
+ * namespace seen every interval costs one stat, not a walk of /proc. */
+#define NHINTS 32
+static struct {
+  uint32_t inum;
+  char path[300];
+  char name[64];
+} hint[NHINTS];
+static unsigned next_hint;
+
+static void hint_put(uint32_t inum, const char *path, const char *name) {
+  unsigned i = next_hint++ % NHINTS;
+  hint[i].inum = inum;
+  snprintf(hint[i].path, sizeof(hint[i].path), "%s", path);
+  size_t n = strnlen(name, sizeof(hint[i].name) - 1);
+  memcpy(hint[i].name, name, n);
+  hint[i].name[n] = 0;
+}
+
 int netns_open_inum(uint32_t inum, char *name, size_t len) {
   if (len)
     name[0] = 0;
+  for (unsigned i = 0; i < NHINTS; i++) {
+    if (!hint[i].inum || hint[i].inum != inum)
+      continue;
+    int fd = open_if(hint[i].path, inum);
+    if (fd >= 0) {
+      if (len)
+        snprintf(name, len, "%s", hint[i].name);
+      return fd;
+    }
+    hint[i].inum = 0;
+  }
   char path[300];
   DIR *d = opendir("/run/netns");
   struct dirent *e;
@@ -109,6 +139,7 @@ int netns_open_inum(uint32_t inum, char *name, size_t len) {
     if (fd >= 0) {
       if (len)
         snprintf(name, len, "%s", e->d_name);
+      hint_put(inum, path, e->d_name);
       closedir(d);
       return fd;
     }
@@ -133,6 +164,7 @@ int netns_open_inum(uint32_t inum, char *name, size_t len) {
       continue;
     int fd = open_if(path, inum);
     if (fd >= 0) {
+      hint_put(inum, path, "");
       closedir(d);
       return fd;
     }

@@ -307,7 +307,9 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
-  /* Preallocated per CPU: groups x wanted hooks x CPUs x 248 bytes. */
+  /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
+   * hooks, a pool that a busy hook may use more of than its share.
+   * Preallocated per CPU: entries x CPUs x 248 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
@@ -364,32 +366,88 @@ static int ifindexes(unsigned *out) {
   return err;
 }
 
-/* GroupBy interface: ifindex -> name, in the configured namespace. */
-struct if_name {
-  unsigned idx;
-  char name[IF_NAMESIZE];
+/* GroupBy interface: the names of this interval's groups, looked up every
+ * interval (an interface may have been renamed or deleted since), each in
+ * its namespace: the configured one, or with "all" the one in the group's
+ * upper half (collectd's own keeps plain names, another one's interfaces
+ * are <namespace>_<interface>). Sorted by group, so by namespace. */
+struct if_group {
+  uint64_t group;
+  char name[EBPF_NAME_LEN];
+  bool gone; /* no such interface or namespace any more */
 };
-static struct if_name *if_names;
-static size_t nif_names;
+static struct if_group *if_groups;
+static size_t nif_groups, cap_if_groups;
 
-static const char *if_name_of(unsigned idx) {
-  for (size_t i = 0; i < nif_names; i++)
-    if (if_names[i].idx == idx)
-      return if_names[i].name;
-  struct if_name n = {.idx = idx};
-  int back;
-  if (netns_enter(&netns, FEATURE, &back) != 0)
-    return NULL;
-  bool ok = if_indextoname(idx, n.name) != NULL;
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Name the groups [from, to) of one namespace, from inside it. */
+static void if_names_in(size_t from, size_t to, uint32_t ns) {
+  char nsname[64] = "";
+  int back = -1, err = 0;
+  bool own = netns.kind != NETNS_ALL || ns == netns_self_inum();
+  if (netns.kind == NETNS_NAMED) {
+    err = netns_enter(&netns, FEATURE, &back);
+  } else if (!own) {
+    int fd = netns_open_inum(ns, nsname, sizeof(nsname));
+    if (fd == -ENOENT) { /* the namespace is gone, and its interfaces */
+      for (size_t i = from; i < to; i++)
+        if_groups[i].gone = true;
+      return;
+    }
+    err = fd < 0 ? fd : netns_enter_fd(fd, &back);
+    if (fd >= 0)
+      close(fd);
+    if (!nsname[0])
+      snprintf(nsname, sizeof(nsname), "ns%u", ns);
+  }
+  for (size_t i = from; i < to; i++) {
+    unsigned idx = (unsigned)(if_groups[i].group & 0xffffffffu);
+    char ifn[IF_NAMESIZE + 16];
+    if (err || idx == 0 || !if_indextoname(idx, ifn)) {
+      /* ENXIO/ENODEV: deleted; ifindex 0: made locally, no device. */
+      if (!err && idx && (errno == ENXIO || errno == ENODEV)) {
+        if_groups[i].gone = true;
+        continue;
+      }
+      snprintf(ifn, sizeof(ifn), "if%u", idx);
+    }
+    char path[sizeof(nsname) + sizeof(ifn) + 1];
+    snprintf(path, sizeof(path), "%s%s%s", own ? "" : nsname, own ? "" : "/",
+             ifn);
+    instance_from_path(path, if_groups[i].name);
+  }
   netns_leave(back, FEATURE);
-  if (!ok)
-    return NULL;
-  struct if_name *t = realloc(if_names, (nif_names + 1) * sizeof(*t));
-  if (!t)
-    return NULL;
-  if_names = t;
-  if_names[nif_names++] = n;
-  return if_names[nif_names - 1].name;
+}
+
+static void if_names_refresh(const struct group_prev *cur, size_t n) {
+  if (n > cap_if_groups) {
+    struct if_group *t = realloc(if_groups, n * sizeof(*t));
+    if (!t)
+      return;
+    if_groups = t;
+    cap_if_groups = n;
+  }
+  nif_groups = 0;
+  for (size_t i = 0; i < n; i++)
+    if_groups[nif_groups++] = (struct if_group){.group = cur[i].key.group};
+  qsort(if_groups, nif_groups, sizeof(*if_groups), cmp_u64);
+  size_t u = 0;
+  for (size_t i = 0; i < nif_groups; i++)
+    if (u == 0 || if_groups[u - 1].group != if_groups[i].group)
+      if_groups[u++] = if_groups[i];
+  nif_groups = u;
+  for (size_t i = 0; i < nif_groups;) {
+    uint32_t ns = (uint32_t)(if_groups[i].group >> 32);
+    size_t j = i;
+    while (j < nif_groups && (uint32_t)(if_groups[j].group >> 32) == ns)
+      j++;
+    if_names_in(i, j, ns);
+    i = j;
+  }
 }
 
 static void netstacklat_shutdown(void);
@@ -520,13 +578,13 @@ static int cmp_gkey(const void *a, const void *b) {
 static bool group_name(const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
-    const char *n = k->group ? if_name_of((unsigned)k->group) : NULL;
-    char ifn[32];
-    if (!n) { /* gone, or ifindex 0 (locally generated) */
-      snprintf(ifn, sizeof(ifn), "if%llu", (unsigned long long)k->group);
-      n = ifn;
-    }
-    instance_from_path(n, buf);
+    const struct if_group *g =
+        nif_groups ? bsearch(&k->group, if_groups, nif_groups,
+                             sizeof(*if_groups), cmp_u64)
+                   : NULL;
+    if (!g || g->gone)
+      return false;
+    memcpy(buf, g->name, EBPF_NAME_LEN);
     return true;
   }
   const char *rel = cgroup_tree_path(&cgroups, k->group);
@@ -593,6 +651,8 @@ static void read_grouped(double elapsed) {
     sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
   }
   qsort(cur, n, sizeof(*cur), cmp_gkey);
+  if (cfg.groupby == NSL_GROUP_INTERFACE)
+    if_names_refresh(cur, n);
   bool refreshed = false;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
@@ -648,10 +708,14 @@ static int netstacklat_read(void) {
       dispatch(hook_names[h], &now, &prev[h], elapsed);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
-        E_WARNING("netstacklat: hook %s: more groups than MaxGroups %lld; "
-                  "events of further groups are only counted as "
-                  "operations-skipped-map_full. Raise MaxGroups.",
-                  hook_names[h], cfg.max_groups);
+        E_WARNING("netstacklat: hook %s: the group table is full "
+                  "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
+                  "shared by the hooks); events of further groups are only "
+                  "counted as operations-skipped-map_full. Raise MaxGroups.",
+                  hook_names[h], cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds) /
+                      (unsigned)cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds));
       warned_map_full = true;
       submit_derive(FEATURE, hook_names[h], "operations",
                     skip_names[NSL_SKIP_MAP_FULL],
@@ -676,9 +740,9 @@ static void netstacklat_shutdown(void) {
   free(gprev);
   gprev = NULL;
   ngprev = 0;
-  free(if_names);
-  if_names = NULL;
-  nif_names = 0;
+  free(if_groups);
+  if_groups = NULL;
+  nif_groups = cap_if_groups = 0;
   warned_map_full = false;
   cgroup_tree_free(&cgroups);
   cgroup_filter_free(&cg_filter);
