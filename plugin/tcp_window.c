@@ -79,6 +79,12 @@ static int tcp_window_config(const oconfig_item_t *ci) {
     if (st)
       errors++;
   }
+  if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
+    E_ERROR("block <" BLOCK "> has NetworkNamespace \"all\" and "
+            "StalledReceivers on: sock_diag reads one namespace at a time; "
+            "set \"StalledReceivers false\" or name one namespace.");
+    errors++;
+  }
   if (!errors && !cfg.clamps && !cfg.tcp_memory && !cfg.stalled) {
     E_ERROR("block <" BLOCK "> has Clamps, TcpMemory and StalledReceivers "
             "all false: nothing to read.");
@@ -368,8 +374,9 @@ static int tcp_window_init(void) {
   int back, err = netns_resolve(cfg.netns, FEATURE, &ns);
   if (err)
     return err;
-  /* Without the option: clamps of every namespace (to be unified). */
-  netns_ino = cfg.netns ? ns.inum : 0;
+  /* One meaning with netstacklat: without the option, collectd's own
+   * namespace; "all": clamps of every namespace (0 = no filter). */
+  netns_ino = ns.inum;
   /* A netlink socket stays bound to the namespace it was opened in. */
   if ((err = netns_enter(&ns, FEATURE, &back)) != 0) {
     E_WARNING(FEATURE ": the feature is disabled.");
