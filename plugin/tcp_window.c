@@ -80,9 +80,9 @@ static int tcp_window_config(const oconfig_item_t *ci) {
       errors++;
   }
   if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
-    E_ERROR("block <" BLOCK "> has NetworkNamespace \"all\" and "
-            "StalledReceivers on: sock_diag reads one namespace at a time; "
-            "set \"StalledReceivers false\" or name one namespace.");
+    E_ERROR("option \"NetworkNamespace\" \"all\" in block <" BLOCK "> "
+            "needs \"StalledReceivers false\": sock_diag reads one "
+            "namespace at a time; or name one namespace.");
     errors++;
   }
   if (!errors && !cfg.clamps && !cfg.tcp_memory && !cfg.stalled) {
