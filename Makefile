@@ -167,6 +167,11 @@ $(BUILD)/tests/tcp_window_diag_test: tests/unit/tcp_window_diag_test.c tests/uni
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $(filter %.c %.o,$(filter-out plugin/tcp_window.c,$^)) -o $@ -lbpf -lelf -lz -lm
 
+$(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/netstacklat.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)

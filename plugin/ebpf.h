@@ -150,17 +150,4 @@ int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
 #define EBPF_NAME_LEAF_MAX 48
 int instance_from_path(const char *path, char out[EBPF_NAME_LEN]);
 
-/* ---- cgroup2 ---- */
-/* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo; NULL
- * when there is none. The string is owned by the plugin. */
-const char *cgroup2_root(void);
-void cgroup2_reset(void);
-/* Expand a glob below the cgroup2 root (leading '/' ignored) and call cb
- * for every matching directory with its path and its path below the root
- * (never empty: the root itself is skipped). Returns the number of
- * matches, or -1 when there is no cgroup2 mount. */
-int cgroup2_glob(const char *pattern,
-                 void (*cb)(const char *dir, const char *rel, void *arg),
-                 void *arg);
-
 #endif

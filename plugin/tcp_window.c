@@ -5,6 +5,7 @@
 #define _GNU_SOURCE 1
 #include "ebpf.h"
 #include "loader.h"
+#include "netns.h"
 #include "tcp_window.h"
 #include "tcp_window.skel.h"
 #include "tcp_window_parse.h"
@@ -84,6 +85,12 @@ static int tcp_window_config(const oconfig_item_t *ci) {
       st = cfg_unknown(c, BLOCK);
     if (st)
       errors++;
+  }
+  if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
+    E_ERROR("option \"NetworkNamespace\" \"all\" in block <" BLOCK "> "
+            "needs \"StalledReceivers false\": sock_diag reads one "
+            "namespace at a time; or name one namespace.");
+    errors++;
   }
   if (!errors && !cfg.clamps && !cfg.tcp_memory && !cfg.stalled) {
     E_ERROR("block <" BLOCK "> has Clamps, TcpMemory and StalledReceivers "
@@ -802,67 +809,25 @@ static int stalled_init(void) {
   return 0;
 }
 
-/* -------------------------------------------------------------- netns */
-
-/* Open the files and sockets that belong to a network namespace while this
- * thread is in it: a netlink socket and /proc/net files stay bound to the
- * namespace they were opened in. */
-static int enter_netns(int *back) {
-  *back = -1;
-  if (!cfg.netns)
-    return 0;
-  /* A name under /run/netns (as `ip netns` makes them) or a path. */
-  char path[512];
-  snprintf(path, sizeof(path), "%s%s", cfg.netns[0] == '/' ? "" : "/run/netns/",
-           cfg.netns);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    int err = errno;
-    E_ERROR(FEATURE ": option \"NetworkNamespace\" \"%s\": %s: %s", cfg.netns,
-            path, ERRSTR(err));
-    if (fd >= 0)
-      close(fd);
-    return -EINVAL; /* names nothing real: a configuration error */
-  }
-  *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (*back < 0 || setns(fd, CLONE_NEWNET) != 0) {
-    int err = -errno;
-    E_WARNING(FEATURE ": NetworkNamespace \"%s\": cannot enter it: %s; the "
-              "feature is disabled.",
-              cfg.netns, ERRSTR(err));
-    close(fd);
-    if (*back >= 0)
-      close(*back);
-    *back = -1;
-    return err;
-  }
-  close(fd);
-  netns_ino = (uint32_t)st.st_ino;
-  return 0;
-}
-
-static void leave_netns(int back) {
-  if (back < 0)
-    return;
-  if (setns(back, CLONE_NEWNET) != 0)
-    E_ERROR(FEATURE ": cannot return to collectd's network namespace: %s",
-            ERRSTR(errno));
-  close(back);
-}
-
 /* ---------------------------------------------------------------- feature */
 
 static void tcp_window_shutdown(void);
 
 static int tcp_window_init(void) {
-  int back;
-  netns_ino = 0;
-  int err = enter_netns(&back);
+  struct netns ns;
+  int back, err = netns_resolve(cfg.netns, FEATURE, &ns);
   if (err)
     return err;
+  /* One meaning with netstacklat: without the option, collectd's own
+   * namespace; "all": clamps of every namespace (0 = no filter). */
+  netns_ino = ns.inum;
+  /* A netlink socket stays bound to the namespace it was opened in. */
+  if ((err = netns_enter(&ns, FEATURE, &back)) != 0) {
+    E_WARNING(FEATURE ": the feature is disabled.");
+    return err;
+  }
   stalled_on = cfg.stalled && stalled_init() == 0;
-  leave_netns(back);
+  netns_leave(back, FEATURE);
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
   tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;

@@ -4,7 +4,6 @@
 #include "ebpf.h"
 
 #include <ctype.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -424,84 +423,4 @@ int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
   if (nt.meta)
     plugin_notification_meta_free(nt.meta);
   return st;
-}
-
-/* ---------------------------------------------------------------- cgroup2 */
-
-static char *cg2_root;
-static bool cg2_looked;
-
-/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
-static void unescape_mount(char *s) {
-  char *o = s;
-  for (char *p = s; *p; p++) {
-    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
-        p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-      *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-      p += 3;
-    } else {
-      *o++ = *p;
-    }
-  }
-  *o = 0;
-}
-
-const char *cgroup2_root(void) {
-  if (cg2_looked)
-    return cg2_root;
-  cg2_looked = true;
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  if (!f)
-    return NULL;
-  char line[4096];
-  while (fgets(line, sizeof(line), f)) {
-    /* id parent maj:min root mountpoint options [optional...] - fstype src */
-    char *sep = strstr(line, " - ");
-    if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-      continue;
-    char *save = NULL, *tok = strtok_r(line, " ", &save);
-    for (int i = 0; tok && i < 4; i++)
-      tok = strtok_r(NULL, " ", &save);
-    if (!tok)
-      continue;
-    unescape_mount(tok);
-    cg2_root = strdup(tok);
-    break;
-  }
-  fclose(f);
-  return cg2_root;
-}
-
-int cgroup2_glob(const char *pattern,
-                 void (*cb)(const char *dir, const char *rel, void *arg),
-                 void *arg) {
-  const char *root = cgroup2_root();
-  if (!root)
-    return -1;
-  size_t rootlen = strlen(root);
-  while (*pattern == '/')
-    pattern++;
-  char full[4096];
-  snprintf(full, sizeof(full), "%s/%s", root, pattern);
-  glob_t gl;
-  if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
-    return 0;
-  int n = 0;
-  for (size_t k = 0; k < gl.gl_pathc; k++) {
-    const char *rel = gl.gl_pathv[k] + rootlen;
-    while (*rel == '/')
-      rel++;
-    if (*rel == 0)
-      continue;
-    cb(gl.gl_pathv[k], rel, arg);
-    n++;
-  }
-  globfree(&gl);
-  return n;
-}
-
-void cgroup2_reset(void) {
-  free(cg2_root);
-  cg2_root = NULL;
-  cg2_looked = false;
 }

@@ -95,6 +95,7 @@ static const struct kcase cases[] = {
     S1("Netstacklat", "Buckets", "sometimes", false),
     S1("Netstacklat", "Cgroup", "system.slice", true),
     S1("Netstacklat", "Cgroup", "a/../b", false),
+    S1("Netstacklat", "Cgroup", "/", false),
     S1("Netstacklat", "Interface", "eth0", true),
     S1("Netstacklat", "Interface", "a-very-long-interface-name", false),
     S1("Netstacklat", "Interface", "a/b", false),
@@ -132,6 +133,8 @@ static const struct kcase cases[] = {
     N1("WindowClamp", "StalledNotifications", 1, false),
     S1("WindowClamp", "StalledNotifications", "sometimes", false),
     S1("WindowClamp", "NetworkNamespace", "x", true),
+    /* sock_diag reads one namespace: "all" needs StalledReceivers false */
+    S1("WindowClamp", "NetworkNamespace", "all", false),
     B1("WindowClamp", "Thresold", 1, false),
 };
 
