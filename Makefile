@@ -159,18 +159,17 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
-# Includes plugin/tcp_window.c (the sock_diag reader against a stand-in
-# kernel) and links what it uses.
+# These include a feature's source (tcp_window.c: the sock_diag reader
+# against a stand-in kernel; netstacklat.c: its dispatch) and link the rest.
 $(BUILD)/tests/tcp_window_diag_test: tests/unit/tcp_window_diag_test.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
-		plugin/tcp_window.c | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/tcp_window.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $(filter %.c %.o,$(filter-out plugin/tcp_window.c,$^)) -o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/netstacklat.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
