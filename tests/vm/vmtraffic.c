@@ -22,6 +22,22 @@
  *       then stops and shrinks its SO_RCVBUF while the sender keeps
  *       sending, so the kernel prunes the receive queue and clamps the
  *       window (with lo's MTU at 1500: run `ip link set lo mtu 1500`).
+ *   vmtraffic clamp PORT SECONDS CPU
+ *       The same, the whole process pinned to CPU.
+ *
+ *   vmtraffic conc PORT FLOWS N block|spin
+ *       UDP on every online CPU at once. For each CPU, FLOWS flows (ports
+ *       PORT, PORT+1, ...; 127.0.0.1 and ::1 alternately), each sending N
+ *       datagrams of 64 bytes from a sender pinned to that CPU (over
+ *       loopback the receive softirq runs on the sending CPU, or where RPS
+ *       steers it). block: the flow's receiver is in the sender's process
+ *       and blocks in poll(); the sender sends 4, then reads 4, so the CPUs
+ *       go idle between bursts (with RPS on lo, other CPUs' datagrams are
+ *       then received by the idle task). spin: the receiver is a thread
+ *       pinned to the next CPU that spins on recv(MSG_DONTWAIT), and the
+ *       sender sends the next datagram only when the previous one was read:
+ *       a reader ready to take each datagram the moment it is queued.
+ *       Prints "conc sent S received R"; exit status 0 only if R = S.
  *
  * Exit status 0 only if every datagram/message arrived. */
 #define _GNU_SOURCE
@@ -31,6 +47,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,8 +239,118 @@ static int clamp(int port, double secs) {
   return 0;
 }
 
+static void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set))
+    die("sched_setaffinity");
+}
+
+struct spin_reader {
+  int fd, n, cpu;
+  atomic_int got;
+};
+
+static void *spin_read(void *arg) {
+  struct spin_reader *r = arg;
+  pin(r->cpu);
+  char buf[2048];
+  double end = now_s() + 30;
+  while (atomic_load(&r->got) < r->n && now_s() < end)
+    if (recv(r->fd, buf, sizeof(buf), MSG_DONTWAIT) == 64)
+      atomic_fetch_add(&r->got, 1);
+  return NULL;
+}
+
+/* One flow, in a child pinned to cpu: returns the datagrams received. */
+static int conc_flow(const char *addr, int port, int n, int cpu, int ncpu,
+                     int spin) {
+  pin(cpu);
+  struct sockaddr_storage ss;
+  socklen_t len = make_addr(addr, port, &ss);
+  int r = socket(ss.ss_family, SOCK_DGRAM, 0);
+  int s = socket(ss.ss_family, SOCK_DGRAM, 0);
+  if (r < 0 || s < 0)
+    die("socket");
+  if (bind(r, (struct sockaddr *)&ss, len))
+    die("bind");
+  char buf[2048];
+  memset(buf, 'c', 64);
+  if (spin) {
+    struct spin_reader rd = {.fd = r, .n = n, .cpu = (cpu + 1) % ncpu};
+    atomic_init(&rd.got, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, spin_read, &rd))
+      die("pthread_create");
+    for (int i = 0; i < n; i++) {
+      if (sendto(s, buf, 64, 0, (struct sockaddr *)&ss, len) != 64)
+        die("sendto");
+      double end = now_s() + 10;
+      while (atomic_load(&rd.got) <= i && now_s() < end)
+        sched_yield();
+    }
+    pthread_join(t, NULL);
+    return atomic_load(&rd.got);
+  }
+  int got = 0;
+  for (int i = 0; i < n; i += 4) {
+    int b = n - i < 4 ? n - i : 4;
+    for (int k = 0; k < b; k++)
+      if (sendto(s, buf, 64, 0, (struct sockaddr *)&ss, len) != 64)
+        die("sendto");
+    for (int k = 0; k < b; k++) {
+      if (wait_readable(r, 10000) != 1)
+        return got;
+      if (recv(r, buf, sizeof(buf), 0) == 64)
+        got++;
+    }
+  }
+  return got;
+}
+
+static int conc(int port, int flows, int n, int spin) {
+  int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 1)
+    ncpu = 1;
+  int pipefd[2];
+  if (pipe(pipefd))
+    die("pipe");
+  int children = 0;
+  for (int c = 0; c < ncpu; c++)
+    for (int j = 0; j < flows; j++) {
+      int k = c * flows + j;
+      pid_t p = fork();
+      if (p < 0)
+        die("fork");
+      if (p == 0) {
+        close(pipefd[0]);
+        int got = conc_flow(k % 2 ? "::1" : "127.0.0.1", port + k, n, c,
+                            ncpu, spin);
+        if (write(pipefd[1], &got, sizeof(got)) != sizeof(got))
+          _exit(1);
+        _exit(0);
+      }
+      children++;
+    }
+  close(pipefd[1]);
+  int total = 0, got;
+  while (read(pipefd[0], &got, sizeof(got)) == sizeof(got))
+    total += got;
+  while (wait(NULL) > 0)
+    ;
+  int sent = ncpu * flows * n;
+  printf("conc sent %d received %d\n", sent, total);
+  return total == sent ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-  if (argc == 4 && !strcmp(argv[1], "clamp"))
+  if (argc == 6 && !strcmp(argv[1], "conc"))
+    return conc(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
+                !strcmp(argv[5], "spin"));
+  if (argc == 5 && !strcmp(argv[1], "clamp"))
+    pin(atoi(argv[4]));
+  if ((argc == 4 || argc == 5) && !strcmp(argv[1], "clamp"))
     return clamp(atoi(argv[2]), atof(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "udp"))
     return udp(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -230,6 +358,7 @@ int main(int argc, char **argv) {
     return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
                atoi(argv[6]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
-                  "tcp ADDR PORT M DELAY_MS GAP_MS\n");
+                  "tcp ADDR PORT M DELAY_MS GAP_MS | clamp PORT SECONDS [CPU] | "
+                  "conc PORT FLOWS N block|spin\n");
   return 2;
 }
