@@ -31,9 +31,10 @@
  *       datagrams of 64 bytes from a sender pinned to that CPU (over
  *       loopback the receive softirq runs on the sending CPU, or where RPS
  *       steers it). block: the flow's receiver is in the sender's process
- *       and blocks in poll(); the sender sends 4, then reads 4, so the CPUs
- *       go idle between bursts (with RPS on lo, other CPUs' datagrams are
- *       then received by the idle task). spin: the receiver is a thread
+ *       and reads in rounds on a common clock (every 40 ms: send 32, sleep
+ *       20 ms, read the 32), so the CPUs receive at the same time, idle (with RPS on lo, each flow's source port
+ *       is chosen so that another CPU receives it, from an interrupt: by
+ *       the idle task when that CPU has nothing else to run). spin: the receiver is a thread
  *       pinned to the next CPU that spins on recv(MSG_DONTWAIT), and the
  *       sender sends the next datagram only when the previous one was read:
  *       a reader ready to take each datagram the moment it is queued.
@@ -263,21 +264,39 @@ static void *spin_read(void *arg) {
   return NULL;
 }
 
+/* Datagrams a block-mode sender sends before it reads them all: long bursts
+ * keep the receiving CPU in its softirq while the other one is in its own
+ * (32 x ~1 KiB of truesize fits the default receive buffer). */
+#define CONC_BURST 32
+#define CONC_PERIOD_S 0.04
+
+/* The CPU that received the last datagram on a connected socket. */
+static int incoming_cpu(int fd) {
+  int cpu = -1;
+  socklen_t l = sizeof(cpu);
+  if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &l))
+    return -1;
+  return cpu;
+}
+
 /* One flow, in a child pinned to cpu: returns the datagrams received. */
 static int conc_flow(const char *addr, int port, int n, int cpu, int ncpu,
-                     int spin) {
+                     int spin, double t0) {
   pin(cpu);
-  struct sockaddr_storage ss;
+  struct sockaddr_storage ss, from;
   socklen_t len = make_addr(addr, port, &ss);
   int r = socket(ss.ss_family, SOCK_DGRAM, 0);
-  int s = socket(ss.ss_family, SOCK_DGRAM, 0);
-  if (r < 0 || s < 0)
+  if (r < 0)
     die("socket");
   if (bind(r, (struct sockaddr *)&ss, len))
     die("bind");
   char buf[2048];
   memset(buf, 'c', 64);
+  int s = -1;
   if (spin) {
+    s = socket(ss.ss_family, SOCK_DGRAM, 0);
+    if (s < 0)
+      die("socket");
     struct spin_reader rd = {.fd = r, .n = n, .cpu = (cpu + 1) % ncpu};
     atomic_init(&rd.got, 0);
     pthread_t t;
@@ -293,12 +312,46 @@ static int conc_flow(const char *addr, int port, int n, int cpu, int ncpu,
     pthread_join(t, NULL);
     return atomic_load(&rd.got);
   }
-  int got = 0;
-  for (int i = 0; i < n; i += 4) {
-    int b = n - i < 4 ? n - i : 4;
+  /* With RPS on, pick a source port whose hash steers the flow to another
+   * CPU (seen through SO_INCOMING_CPU of the receiver, connected to the
+   * sender): that CPU then receives it from an interrupt, under the idle
+   * task when it has nothing else to run. These probe datagrams are
+   * counted in what was sent (the first line of the output). */
+  int probes = 0;
+  for (int a = 0; a < 32; a++) {
+    if (s >= 0)
+      close(s);
+    s = socket(ss.ss_family, SOCK_DGRAM, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&ss, len))
+      die("socket/connect");
+    socklen_t fl = sizeof(from);
+    if (getsockname(s, (struct sockaddr *)&from, &fl) ||
+        connect(r, (struct sockaddr *)&from, fl))
+      die("getsockname/connect");
+    if (send(s, buf, 64, 0) != 64)
+      die("send");
+    probes++;
+    if (wait_readable(r, 10000) != 1 || recv(r, buf, sizeof(buf), 0) != 64)
+      return -probes; /* lost */
+    if (ncpu < 2 || incoming_cpu(r) != cpu)
+      break;
+  }
+  int got = probes;
+  n += probes;
+  /* Rounds on a common clock: every flow on every CPU sends its burst at
+   * the same moment, then sleeps, so both CPUs receive at the same time
+   * from their interrupts, with no task of their own to run. */
+  double t = t0;
+  for (int i = probes; i < n; i += CONC_BURST) {
+    int b = n - i < CONC_BURST ? n - i : CONC_BURST;
+    t += CONC_PERIOD_S;
+    double w = t - now_s();
+    if (w > 0)
+      sleep_ms((long)(w * 1000));
     for (int k = 0; k < b; k++)
-      if (sendto(s, buf, 64, 0, (struct sockaddr *)&ss, len) != 64)
-        die("sendto");
+      if (send(s, buf, 64, 0) != 64)
+        die("send");
+    sleep_ms(CONC_PERIOD_S * 500);
     for (int k = 0; k < b; k++) {
       if (wait_readable(r, 10000) != 1)
         return got;
@@ -306,7 +359,7 @@ static int conc_flow(const char *addr, int port, int n, int cpu, int ncpu,
         got++;
     }
   }
-  return got;
+  return got | probes << 20;
 }
 
 static int conc(int port, int flows, int n, int spin) {
@@ -317,6 +370,7 @@ static int conc(int port, int flows, int n, int spin) {
   if (pipe(pipefd))
     die("pipe");
   int children = 0;
+  double t0 = now_s() + 1; /* after every flow has picked its port */
   for (int c = 0; c < ncpu; c++)
     for (int j = 0; j < flows; j++) {
       int k = c * flows + j;
@@ -326,7 +380,7 @@ static int conc(int port, int flows, int n, int spin) {
       if (p == 0) {
         close(pipefd[0]);
         int got = conc_flow(k % 2 ? "::1" : "127.0.0.1", port + k, n, c,
-                            ncpu, spin);
+                            ncpu, spin, t0);
         if (write(pipefd[1], &got, sizeof(got)) != sizeof(got))
           _exit(1);
         _exit(0);
@@ -334,12 +388,19 @@ static int conc(int port, int flows, int n, int spin) {
       children++;
     }
   close(pipefd[1]);
-  int total = 0, got;
-  while (read(pipefd[0], &got, sizeof(got)) == sizeof(got))
-    total += got;
+  int total = 0, extra = 0, got;
+  while (read(pipefd[0], &got, sizeof(got)) == sizeof(got)) {
+    if (got < 0) { /* a probe datagram was lost */
+      extra += -got;
+      total += -got - 1;
+      continue;
+    }
+    total += got & 0xfffff;
+    extra += got >> 20;
+  }
   while (wait(NULL) > 0)
     ;
-  int sent = ncpu * flows * n;
+  int sent = ncpu * flows * n + extra;
   printf("conc sent %d received %d\n", sent, total);
   return total == sent ? 0 : 1;
 }
