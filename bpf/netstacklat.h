@@ -32,6 +32,9 @@ enum nsl_skip {
   NSL_SKIP_NOT_RX,        /* a delivery (EDT) time, not a receive time */
   NSL_SKIP_FUTURE,        /* timestamp later than now: clock step */
   NSL_SKIP_MAP_FULL,      /* GroupBy: no room for a new group */
+  NSL_SKIP_RACED,         /* udp_socket_enqueued tracepoint: the datagram
+                             was taken by a reader (or another queued behind
+                             it) while it was read: not safely readable */
   NSL_NSKIPS,
 };
 

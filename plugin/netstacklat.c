@@ -41,7 +41,7 @@ static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
 
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
-    "skipped-map_full"};
+    "skipped-map_full", "skipped-raced"};
 
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"ip_start",
@@ -64,7 +64,10 @@ static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"tcp_socket_enqueued",
      {{"tcp_enqueued_fexit"}, {"tcp_enqueued_tp"}, {"tcp_enqueued_kprobe"}}},
     {"udp_socket_enqueued",
-     {{"udp_enqueued_fexit"},
+     /* Entry before return in each pair: the loader attaches in this
+      * order, so every return that fires had its entry seen. */
+     {{"udp_enqueued_fentry"},
+      {"udp_enqueued_fexit"},
       {"udp_enqueued_tp"},
       {"udp_enqueued_kprobe"},
       {"udp_enqueued_kretprobe"}}},
