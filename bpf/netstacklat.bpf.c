@@ -453,6 +453,7 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
     t = skb->tstamp;
     not_rx = t ? tstamp_not_rx(skb, false) : 0;
     iif = skb->skb_iif;
+    asm volatile("" ::: "memory"); /* load q->prev again, after the fields */
     raced = q->prev != skb;
   }
   if (raced) {

@@ -467,7 +467,7 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
-  /* Preallocated per CPU: groups x wanted hooks x CPUs x 248 bytes. */
+  /* Preallocated per CPU: groups x wanted hooks x CPUs x 256 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
