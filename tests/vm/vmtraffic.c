@@ -31,8 +31,8 @@
  *       datagrams of 64 bytes from a sender pinned to that CPU (over
  *       loopback the receive softirq runs on the sending CPU, or where RPS
  *       steers it). block: the flow's receiver is in the sender's process
- *       and reads in rounds on a common clock (every 40 ms: send 32, sleep
- *       20 ms, read the 32), so the CPUs receive at the same time, idle (with RPS on lo, each flow's source port
+ *       and reads in rounds on a common clock (every 100 ms: send 32, sleep
+ *       60 ms, read the 32), so the CPUs receive at the same time, idle (with RPS on lo, each flow's source port
  *       is chosen so that another CPU receives it, from an interrupt: by
  *       the idle task when that CPU has nothing else to run). spin: the receiver is a thread
  *       pinned to the next CPU that spins on recv(MSG_DONTWAIT), and the
@@ -268,7 +268,7 @@ static void *spin_read(void *arg) {
  * keep the receiving CPU in its softirq while the other one is in its own
  * (32 x ~1 KiB of truesize fits the default receive buffer). */
 #define CONC_BURST 32
-#define CONC_PERIOD_S 0.04
+#define CONC_PERIOD_S 0.1
 
 /* The CPU that received the last datagram on a connected socket. */
 static int incoming_cpu(int fd) {
@@ -351,7 +351,10 @@ static int conc_flow(const char *addr, int port, int n, int cpu, int ncpu,
     for (int k = 0; k < b; k++)
       if (send(s, buf, 64, 0) != 64)
         die("send");
-    sleep_ms(CONC_PERIOD_S * 500);
+    /* Read only once the burst was received: a read runs kprobe handlers
+     * (skb_consume_udp) in process context, and a receive softirq run from
+     * an interrupt during one would have its kprobes missed. */
+    sleep_ms(CONC_PERIOD_S * 600);
     for (int k = 0; k < b; k++) {
       if (wait_readable(r, 10000) != 1)
         return got;
