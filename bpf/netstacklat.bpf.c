@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "entry_stack.h"
 #include "netstacklat.h"
 
 /* ---- settings, fixed at load ---- */
@@ -79,22 +80,12 @@ struct {
   __type(value, struct nsl_hol_range);
 } netstacklat_hol_range SEC(".maps");
 
-struct udp_enqueue_args {
-  const struct sock *sk;
-  const struct sk_buff *skb;
-};
-
-/* kprobe twin of the udp_socket_enqueued fexit: the skb seen at entry,
- * keyed by the full pid_tgid (a per-tgid key lets two threads collide). */
-/* Calls in flight: at most a few per CPU (a task and the softirq that
- * interrupts it). Preallocated, as kprobe programs on pre-6.1 kernels
- * require: keep it small (it was 94% of the default map memory). */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 512);
-  __type(key, __u64);
-  __type(value, struct udp_enqueue_args);
-} netstacklat_udp_enqueue_args SEC(".maps");
+/* udp_socket_enqueued's entry/return pairs (fentry+fexit, kprobe+kretprobe
+ * of __udp_enqueue_schedule_skb): what the entry read from the skb, while it
+ * still belonged to the caller (once the function has queued it and dropped
+ * the queue lock, a reader on another CPU may take and free it). */
+enum { UDPQ_SK = 0, UDPQ_TSTAMP, UDPQ_IIF_NOTRX };
+ESTACK_MAP(netstacklat_udp_enqueue_stack);
 
 /* Kernels 5.18-6.10 flag a delivery time with this bit; 6.11 replaced it
  * with the 2-bit tstamp_type (commit 4d25ca2d6801, "net: Rename
@@ -477,40 +468,121 @@ int BPF_KPROBE(tcp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
 
 /* ===================================================== udp_socket_enqueued */
 
+/* Entry of __udp_enqueue_schedule_skb (fentry or kprobe): save the skb's
+ * receive time, kind and input interface while the skb is still owned, and
+ * the socket (held by the caller until after the return). Pushed for every
+ * call, so that returns pop their own frame. */
+static __always_inline void udp_enqueue_entry(const struct sock *sk,
+                                              const struct sk_buff *skb,
+                                              const bool probed) {
+  struct estack_frame *f = estack_push(&netstacklat_udp_enqueue_stack);
+  if (!f)
+    return;
+  __u64 t = RD(probed, skb, tstamp);
+  __u64 not_rx = t ? tstamp_not_rx(skb, probed) : 0;
+  f->arg[UDPQ_SK] = (__u64)sk;
+  f->arg[UDPQ_TSTAMP] = t;
+  f->arg[UDPQ_IIF_NOTRX] = (__u64)RD(probed, skb, skb_iif) | not_rx << 32;
+}
+
+/* Return: ret 0 means queued. The skb is not touched here. sk: the
+ * fexit's typed argument; the kretprobe has none and uses the one saved at
+ * entry (an untyped value, read with probes). (From 6.18, "udp: remove
+ * busylock and add per NUMA queues", a call that only added the skb to the
+ * per-NUMA list returns 0, and the skb can still be dropped when another CPU
+ * moves the list to the queue under memory pressure: such a datagram is
+ * counted though it was dropped.) */
+static __always_inline void udp_enqueue_return(int ret, const struct sock *sk,
+                                               const bool probed) {
+  struct estack_frame f;
+  if (!estack_pop(&netstacklat_udp_enqueue_stack, &f) || ret != 0)
+    return;
+  if (probed)
+    sk = (const void *)f.arg[UDPQ_SK];
+  __u64 group;
+  if (!socket_ok(NSL_UDP_SOCKET_ENQUEUED, sk, (__u32)f.arg[UDPQ_IIF_NOTRX],
+                 &group, probed))
+    return;
+  record(NSL_UDP_SOCKET_ENQUEUED, f.arg[UDPQ_TSTAMP],
+         f.arg[UDPQ_IIF_NOTRX] >> 32, group);
+}
+
+SEC("fentry/__udp_enqueue_schedule_skb")
+int BPF_PROG(udp_enqueued_fentry, struct sock *sk, struct sk_buff *skb) {
+  udp_enqueue_entry(sk, skb, false);
+  return 0;
+}
+
 SEC("fexit/__udp_enqueue_schedule_skb")
 int BPF_PROG(udp_enqueued_fexit, struct sock *sk, struct sk_buff *skb,
              int ret) {
-  if (ret == 0)
-    socket_skb_hook(NSL_UDP_SOCKET_ENQUEUED, sk, skb, false);
+  udp_enqueue_return(ret, sk, false);
   return 0;
+}
+
+/* sk_data_ready runs after __udp_enqueue_schedule_skb has queued the
+ * datagram and released the queue lock (6.3 to 6.17: one call per
+ * datagram; 6.18: the CPU that moves the per-NUMA list to the queue calls
+ * it once per datagram moved). The skb is no longer ours: a reader on
+ * another CPU may already have taken and freed it, or another datagram may
+ * have been queued behind it. So: read the queue's tail, read its fields,
+ * and read the tail again; if the queue was empty or the tail changed, what
+ * was read may belong to a freed skb, and the event is counted as
+ * skipped-raced instead of measured. Loads through the typed pointers
+ * cannot fault (a freed skb reads as garbage, never a crash). Remaining
+ * window: the skb freed and its memory queued again as the same socket's
+ * tail between the two reads (the ABA case), and on weakly ordered CPUs
+ * (arm64) the loads are not ordered (BPF has no read barrier). With several
+ * datagrams queued at once (6.18 batches, or producers on two CPUs) each
+ * event measures the newest datagram on the queue. */
+static __always_inline void udp_enqueued_tail(const struct sock *sk) {
+  const struct sk_buff_head *q = &sk->sk_receive_queue;
+  const struct sk_buff *skb = q->prev;
+  bool raced = (unsigned long)skb == (unsigned long)q || !skb;
+  __u64 t = 0, not_rx = 0;
+  __u32 iif = 0;
+  if (!raced) {
+    t = skb->tstamp;
+    not_rx = t ? tstamp_not_rx(skb, false) : 0;
+    iif = skb->skb_iif;
+    asm volatile("" ::: "memory"); /* load q->prev again, after the fields */
+    raced = q->prev != skb;
+  }
+  if (raced) {
+    /* The datagram's interface is unknown: with an Interface filter or
+     * GroupBy interface it cannot be attributed, so it is not counted. */
+    if (targ_filter_ifindex || targ_groupby == NSL_GROUP_INTERFACE)
+      return;
+    __u64 group;
+    if (!socket_ok(NSL_UDP_SOCKET_ENQUEUED, sk, 0, &group, false))
+      return;
+    struct nsl_hist *h = hist_for(NSL_UDP_SOCKET_ENQUEUED, group);
+    if (h)
+      h->skipped[NSL_SKIP_RACED]++;
+    return;
+  }
+  __u64 group;
+  if (!socket_ok(NSL_UDP_SOCKET_ENQUEUED, sk, iif, &group, false))
+    return;
+  record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group);
 }
 
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(udp_enqueued_tp, const struct sock *sk) {
   if (is_proto(sk, 17 /* IPPROTO_UDP */))
-    enqueued_tail(NSL_UDP_SOCKET_ENQUEUED, sk);
+    udp_enqueued_tail(sk);
   return 0;
 }
 
 SEC("kprobe/__udp_enqueue_schedule_skb")
 int BPF_KPROBE(udp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct udp_enqueue_args a = {.sk = sk, .skb = skb};
-  bpf_map_update_elem(&netstacklat_udp_enqueue_args, &id, &a, BPF_ANY);
+  udp_enqueue_entry(sk, skb, true);
   return 0;
 }
 
 SEC("kretprobe/__udp_enqueue_schedule_skb")
 int BPF_KRETPROBE(udp_enqueued_kretprobe, int ret) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct udp_enqueue_args *a =
-      bpf_map_lookup_elem(&netstacklat_udp_enqueue_args, &id);
-  if (!a)
-    return 0;
-  struct udp_enqueue_args args = *a;
-  bpf_map_delete_elem(&netstacklat_udp_enqueue_args, &id);
-  if (ret == 0)
-    socket_skb_hook(NSL_UDP_SOCKET_ENQUEUED, args.sk, args.skb, true);
+  udp_enqueue_return(ret, NULL, true);
   return 0;
 }
 

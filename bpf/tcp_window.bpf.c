@@ -17,6 +17,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#define ESTACK_NARGS 1 /* the socket */
+#include "entry_stack.h"
 #include "tcp_window.h"
 
 /* Set by user space before load. */
@@ -60,15 +62,10 @@ struct {
   __type(value, __u8);
 } tcp_window_armed SEC(".maps");
 
-/* kprobe flavour: the socket of a tcp_try_rmem_schedule() call in flight.
- * Keyed by the full pid_tgid, not the tgid: two threads of one process
- * receiving at the same time would otherwise overwrite each other's entry. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 512); /* calls in flight: a few per CPU */
-  __type(key, __u64);
-  __type(value, struct sock *);
-} tcp_window_inflight SEC(".maps");
+/* kprobe flavour: the socket of each tcp_try_rmem_schedule() call in
+ * flight, from entry to return, on a per-CPU stack (bpf/entry_stack.h says
+ * why not a hash keyed by pid_tgid). */
+ESTACK_MAP(tcp_window_inflight);
 
 static __always_inline void add(void *map) {
   __u32 zero = 0;
@@ -123,24 +120,27 @@ int BPF_PROG(tcp_window_fexit, struct sock *sk, struct sk_buff *skb,
   return 0;
 }
 
+/* Pushed for every call (the namespace filter waits for the return), so
+ * that each return pops its own frame. The socket is held by the caller
+ * until after the return. */
 SEC("kprobe/tcp_try_rmem_schedule")
 int BPF_KPROBE(tcp_window_kprobe, struct sock *sk) {
-  __u64 id = bpf_get_current_pid_tgid();
-  if (targ_netns && BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) !=
-                        targ_netns)
-    return 0;
-  bpf_map_update_elem(&tcp_window_inflight, &id, &sk, BPF_ANY);
+  struct estack_frame *f = estack_push(&tcp_window_inflight);
+  if (f)
+    f->arg[0] = (__u64)sk;
   return 0;
 }
 
 SEC("kretprobe/tcp_try_rmem_schedule")
 int BPF_KRETPROBE(tcp_window_kretprobe) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct sock **skp = bpf_map_lookup_elem(&tcp_window_inflight, &id);
-  if (!skp)
+  struct estack_frame f;
+  if (!estack_pop(&tcp_window_inflight, &f))
     return 0;
-  struct tcp_sock *tp = (struct tcp_sock *)*skp;
-  bpf_map_delete_elem(&tcp_window_inflight, &id);
+  struct sock *sk = (struct sock *)f.arg[0];
+  if (targ_netns &&
+      BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) != targ_netns)
+    return 0;
+  struct tcp_sock *tp = (struct tcp_sock *)sk;
   handle(NULL, BPF_CORE_READ(tp, rcv_ssthresh), &tcp_window_clamps_total);
   return 0;
 }

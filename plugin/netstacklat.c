@@ -38,7 +38,7 @@ static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
 
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
-    "skipped-map_full", "skipped-hol_blocked"};
+    "skipped-map_full", "skipped-hol_blocked", "skipped-raced"};
 
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"ip_start",
@@ -61,7 +61,10 @@ static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"tcp_socket_enqueued",
      {{"tcp_enqueued_fexit"}, {"tcp_enqueued_tp"}, {"tcp_enqueued_kprobe"}}},
     {"udp_socket_enqueued",
-     {{"udp_enqueued_fexit"},
+     /* Entry before return in each pair: the loader attaches in this
+      * order, so every return that fires had its entry seen. */
+     {{"udp_enqueued_fentry"},
+      {"udp_enqueued_fexit"},
       {"udp_enqueued_tp"},
       {"udp_enqueued_kprobe"},
       {"udp_enqueued_kretprobe"}}},
@@ -309,7 +312,7 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_include_hol = cfg.include_hol;
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
-   * Preallocated per CPU: entries x CPUs x 256 bytes. */
+   * Preallocated per CPU: entries x CPUs x 264 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
@@ -546,16 +549,20 @@ static void pct_name(double p, char *buf, size_t len) {
   buf[o] = 0;
 }
 
-/* skipped-hol_blocked exists for tcp_socket_read (and its groups) with
- * IncludeHOLBlocked false only; elsewhere it could only ever be 0. */
-static bool counts_hol(const char *inst) {
-  const char *r = hook_names[NSL_TCP_SOCKET_READ];
-  size_t n = strlen(r);
-  return !cfg.include_hol && strncmp(inst, r, n) == 0 &&
-         (inst[n] == 0 || inst[n] == '-');
+/* A skip reason that only one hook with one setting can have is
+ * dispatched there alone: elsewhere it could only ever be 0. */
+static bool skip_applies(__u32 hook, int s) {
+  switch (s) {
+  case NSL_SKIP_HOL_BLOCKED:
+    return hook == NSL_TCP_SOCKET_READ && !cfg.include_hol;
+  case NSL_SKIP_RACED:
+    return hook == NSL_UDP_SOCKET_ENQUEUED;
+  default:
+    return true;
+  }
 }
 
-static void dispatch(const char *inst, const struct nsl_hist *now,
+static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
   uint64_t d[HIST_NBUCKETS], dsum;
   uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
@@ -565,7 +572,7 @@ static void dispatch(const char *inst, const struct nsl_hist *now,
   uint64_t total = hist_total((const uint64_t *)now->bucket);
   submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
   for (int s = 0; s < NSL_NSKIPS; s++)
-    if (s != NSL_SKIP_HOL_BLOCKED || counts_hol(inst))
+    if (skip_applies(hook, s))
       submit_derive(FEATURE, inst, "operations", skip_names[s],
                     (int64_t)now->skipped[s]);
   double sum = (double)dsum;
@@ -683,7 +690,7 @@ static void read_grouped(double elapsed) {
     struct group_prev *p =
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
     static const struct nsl_hist zero;
-    dispatch(inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+    dispatch(cur[i].key.hook, inst, &cur[i].h, p ? &p->h : &zero, elapsed);
     cur[kept++] = cur[i]; /* still sorted */
   }
   free(gprev);
@@ -719,7 +726,7 @@ static int netstacklat_read(void) {
     struct nsl_hist now;
     sum_cpus(percpu, &now);
     if (cfg.groupby == NSL_GROUP_NONE)
-      dispatch(hook_names[h], &now, &prev[h], elapsed);
+      dispatch(h, hook_names[h], &now, &prev[h], elapsed);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
         E_WARNING("netstacklat: hook %s: the group table is full "

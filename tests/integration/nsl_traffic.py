@@ -3,12 +3,18 @@
 
   recv-udp ADDR PORT N           receive N datagrams, print the count
   send-udp ADDR PORT N           send N datagrams of 64 bytes
+  spin-udp ADDR PORT N CPU       receive N datagrams pinned to CPU, spinning
+                                 on non-blocking reads (a reader that takes
+                                 each datagram the moment it is queued)
+  pace-udp ADDR PORT N CPU       send N datagrams of 64 bytes pinned to CPU,
+                                 0.2 ms apart
   recv-tcp ADDR PORT M DELAY_MS  accept one connection; M times: wait until
                                  a message is readable, sleep DELAY_MS, read
                                  it, answer one byte
   send-tcp ADDR PORT M           connect, send M messages of 100 bytes, each
                                  after the previous one was answered
 A line "ready" on stdout tells that a receiver listens."""
+import os
 import select
 import socket
 import sys
@@ -32,11 +38,33 @@ def main():
             s.recv(2048)
             got += 1
         print(got, flush=True)
-    elif cmd == "send-udp":
+    elif cmd == "spin-udp":
+        os.sched_setaffinity(0, {int(sys.argv[5])})
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        # Room for what arrives while this reader is not running (a loaded
+        # host): no drops, so every datagram is queued.
+        s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
+        s.bind((addr, port))
+        print("ready", flush=True)
+        got, end = 0, time.monotonic() + 30
+        last = time.monotonic()
+        while got < n and time.monotonic() < end:
+            try:
+                s.recv(2048, socket.MSG_DONTWAIT)
+                got += 1
+                last = time.monotonic()
+            except BlockingIOError:
+                if got and time.monotonic() - last > 3:
+                    break  # the sender is done; the rest was dropped
+        print(got, flush=True)
+    elif cmd in ("send-udp", "pace-udp"):
+        if cmd == "pace-udp":
+            os.sched_setaffinity(0, {int(sys.argv[5])})
+        gap = 0.0002 if cmd == "pace-udp" else 0.0005
         s = socket.socket(fam, socket.SOCK_DGRAM)
         for _ in range(n):
             s.sendto(b"u" * 64, (addr, port))
-            time.sleep(0.0005)
+            time.sleep(gap)
     elif cmd == "recv-tcp":
         delay = float(sys.argv[5]) / 1000.0
         ls = socket.socket(fam, socket.SOCK_STREAM)

@@ -27,7 +27,7 @@ DEF_TEST(avg_after_bucket_reset) {
   now.bucket[hist_bucket_of(20000)] = 3;
   now.sum_ns = 3 * 20000ULL;
   setup();
-  dispatch("h", &now, &before, 1.0);
+  dispatch(NSL_IP_START, "h", &now, &before, 1.0);
   double avg = got("avg");
   if (!(fabs(avg - 20e-6) < 1e-12))
     FAILF("latency-avg %g s, want 2e-05 s (the 3 new events)", avg);
@@ -47,7 +47,7 @@ DEF_TEST(avg_after_sum_reset) {
   CHECK_EQ_INT(hist_bucket_of(31000), hist_bucket_of(17000));
   CHECK_EQ_INT(hist_bucket_of(1070000000), hist_bucket_of(550000000));
   setup();
-  dispatch("h", &now, &before, 1.0);
+  dispatch(NSL_IP_START, "h", &now, &before, 1.0);
   double avg = got("avg"), want = (double)now.sum_ns / 3 / 1e9;
   if (!(fabs(avg - want) < 1e-9))
     FAILF("latency-avg %g s, want %g s", avg, want);
@@ -63,7 +63,7 @@ DEF_TEST(avg_plain_delta) {
   now.bucket[hist_bucket_of(2000000)] += 4;
   now.sum_ns += 4 * 2000000ULL;
   setup();
-  dispatch("h", &now, &before, 1.0);
+  dispatch(NSL_IP_START, "h", &now, &before, 1.0);
   double avg = got("avg");
   if (!(fabs(avg - 2e-3) < 1e-12))
     FAILF("latency-avg %g s, want 0.002 s", avg);
