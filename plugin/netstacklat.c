@@ -9,6 +9,7 @@
 #include "loader.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
+#include "rtclock.h"
 
 #include <bpf/bpf.h>
 #include <dirent.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/timex.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -298,11 +298,15 @@ static double now_mono(struct timespec *ts) {
   return ts->tv_sec + ts->tv_nsec / 1e9;
 }
 
-static void set_tai_offset(void) {
-  struct timex tx = {0};
-  if (adjtimex(&tx) < 0)
-    return;
-  skel->bss->tai_offset_ns = (__s64)tx.tai * 1000000000LL;
+/* "Now" in BPF: the clock chosen at init, plus REALTIME minus that clock,
+ * written before the programs attach (in the skeleton's .bss before load)
+ * and refreshed every interval. */
+static enum rtclock bpf_clock;
+
+static void set_clock_offset(void) {
+  int64_t off;
+  if (skel && rtclock_offset(bpf_clock, &off, NULL) == 0)
+    skel->bss->realtime_offset_ns = off;
 }
 
 /* --------------------------------------------------------------- cgroups */
@@ -464,6 +468,9 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
+  skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
+  /* The initial value of the map: in force from the first event on. */
+  set_clock_offset();
   /* Preallocated per CPU: groups x wanted hooks x CPUs x 248 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
@@ -637,6 +644,11 @@ static int netstacklat_init(void) {
              hook_names[h]);
     }
   }
+  const char *clock_why;
+  bpf_clock = rtclock_choose(&clock_why);
+  E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
+         "(%s).",
+         rtclock_name(bpf_clock), clock_why);
   struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
   int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
   if (n <= 0 || !skel) {
@@ -659,7 +671,6 @@ static int netstacklat_init(void) {
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
 
-  set_tai_offset();
   ts_sock = cfg.timestamps ? open_tstamp_socket() : -1;
   if (cfg.timestamps && ts_sock < 0)
     E_WARNING("netstacklat: cannot enable receive timestamps "
@@ -839,7 +850,7 @@ static int netstacklat_read(void) {
   double t = now_mono(&ts);
   double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
   last_read = ts;
-  set_tai_offset();
+  set_clock_offset();
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
     cg_names_refresh();
   if (cfg.ncgroups)
