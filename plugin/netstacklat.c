@@ -43,35 +43,37 @@ static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
     "skipped-map_full"};
 
+#define P(...) HOOK_PROG(netstacklat_bpf, __VA_ARGS__)
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"ip_start",
-     {{"ip_start_fentry_v4"},
-      {"ip_start_fentry_v6", true},
-      {"ip_start_tp"},
-      {"ip_start_kprobe_v4"},
-      {"ip_start_kprobe_v6", true}}},
+     {P(ip_start_fentry_v4),
+      P(ip_start_fentry_v6, true),
+      P(ip_start_tp),
+      P(ip_start_kprobe_v4),
+      P(ip_start_kprobe_v6, true)}},
     {"tcp_start",
-     {{"tcp_start_fentry_v4"},
-      {"tcp_start_fentry_v6", true},
-      {"tcp_start_tp"},
-      {"tcp_start_kprobe_v4"},
-      {"tcp_start_kprobe_v6", true}}},
+     {P(tcp_start_fentry_v4),
+      P(tcp_start_fentry_v6, true),
+      P(tcp_start_tp),
+      P(tcp_start_kprobe_v4),
+      P(tcp_start_kprobe_v6, true)}},
     {"udp_start",
-     {{"udp_start_fentry_v4"},
-      {"udp_start_fentry_v6", true},
-      {"udp_start_kprobe_v4"},
-      {"udp_start_kprobe_v6", true}}},
+     {P(udp_start_fentry_v4),
+      P(udp_start_fentry_v6, true),
+      P(udp_start_kprobe_v4),
+      P(udp_start_kprobe_v6, true)}},
     {"tcp_socket_enqueued",
-     {{"tcp_enqueued_fexit"}, {"tcp_enqueued_tp"}, {"tcp_enqueued_kprobe"}}},
+     {P(tcp_enqueued_fexit), P(tcp_enqueued_tp), P(tcp_enqueued_kprobe)}},
     {"udp_socket_enqueued",
-     {{"udp_enqueued_fexit"},
-      {"udp_enqueued_tp"},
-      {"udp_enqueued_kprobe"},
-      {"udp_enqueued_kretprobe"}}},
+     {P(udp_enqueued_fexit),
+      P(udp_enqueued_tp),
+      P(udp_enqueued_kprobe),
+      P(udp_enqueued_kretprobe)}},
     {"tcp_socket_read",
-     {{"tcp_read_fentry"}, {"tcp_read_tp"}, {"tcp_read_kprobe"}}},
-    {"udp_socket_read", {{"udp_read_fentry"}, {"udp_read_kprobe"}}},
+     {P(tcp_read_fentry), P(tcp_read_tp), P(tcp_read_kprobe)}},
+    {"udp_socket_read", {P(udp_read_fentry), P(udp_read_kprobe)}},
 };
+#undef P
 
 #define MAX_PERCENTILES 16
 
@@ -456,12 +458,13 @@ static size_t cg_filter_refresh(bool log_changes) {
 
 /* ---------------------------------------------------------------- loader */
 
-static struct bpf_object *nsl_open(void *ctx) {
+static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
   skel = netstacklat_bpf__open_opts(&opts);
   if (!skel)
     return NULL;
+  *skel_out = skel;
   skel->rodata->targ_netns = netns_inum;
   skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
   skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
