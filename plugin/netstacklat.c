@@ -144,6 +144,28 @@ bad:
   return -1;
 }
 
+/* The type instance of a percentile: "p" and its digits without the dot
+ * (50 -> p50, 99.9 -> p999), to 15 significant digits (99.999999 ->
+ * p99999999, not p100). Returns false for a name that would not be
+ * digits (1e-05) or would not fit. */
+static char pct_names[MAX_PERCENTILES][24];
+
+static bool pct_name(double p, char *buf, size_t len) {
+  char tmp[40];
+  snprintf(tmp, sizeof(tmp), "%.15g", p);
+  size_t o = 0;
+  buf[o++] = 'p';
+  for (char *s = tmp; *s; s++) {
+    if (*s == '.')
+      continue;
+    if (*s < '0' || *s > '9' || o + 1 >= len) /* 1e-05, or too long */
+      return false;
+    buf[o++] = *s;
+  }
+  buf[o] = 0;
+  return true;
+}
+
 static int cfg_percentiles(const oconfig_item_t *ci) {
   char buf[256];
   if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
@@ -156,13 +178,29 @@ static int cfg_percentiles(const oconfig_item_t *ci) {
     if (!(p > 0 && p <= 100))
       goto bad;
     cfg.pct[i] = p;
+    /* Dropping the dot can make two percentiles one name (99.9 and 9.99
+     * are both p999): refuse rather than dispatch two series as one. */
+    char name[sizeof(pct_names[0])];
+    if (!pct_name(p, name, sizeof(name)))
+      goto bad;
+    for (int j = 0; j < i; j++) {
+      char other[sizeof(pct_names[0])];
+      pct_name(cfg.pct[j], other, sizeof(other));
+      if (strcmp(name, other) == 0) {
+        E_ERROR("invalid value %s for option \"Percentiles\" in block "
+                "<Netstacklat>: %g and %g would both be dispatched as "
+                "latency-%s (the name drops the dot); leave one out.",
+                cfg_values_str(ci, buf, sizeof(buf)), cfg.pct[j], p, name);
+        return -1;
+      }
+    }
   }
   cfg.npct = ci->values_num;
   return 0;
 bad:
   E_ERROR("invalid value %s for option \"Percentiles\" in block "
-          "<Netstacklat>: expected 1 to %d numbers in (0, 100], like 50 90 "
-          "99 99.9.",
+          "<Netstacklat>: expected 1 to %d numbers in [0.0001, 100] of at "
+          "most 15 significant digits, like 50 90 99 99.9.",
           cfg_values_str(ci, buf, sizeof(buf)), MAX_PERCENTILES);
   return -1;
 }
@@ -697,19 +735,6 @@ static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
     for (int s = 0; s < NSL_NSKIPS; s++)
       out->skipped[s] += h->skipped[s];
   }
-}
-
-static char pct_names[MAX_PERCENTILES][16];
-
-static void pct_name(double p, char *buf, size_t len) {
-  char tmp[32];
-  snprintf(tmp, sizeof(tmp), "%g", p);
-  size_t o = 0;
-  buf[o++] = 'p';
-  for (char *s = tmp; *s && o + 1 < len; s++)
-    if (*s != '.')
-      buf[o++] = *s;
-  buf[o] = 0;
 }
 
 static void dispatch(const char *inst, const struct nsl_hist *now,
