@@ -3,7 +3,8 @@
 #   VM_KERNELS="pkg ..."  kernel packages (default: the newest 5.10 of
 #                         Debian 11, 6.1 and 6.12 of Debian 12, 6.12 of
 #                         Debian 13; generic and cloud)
-#   VM_NOBTF=generic|all|none  kernels that also run with their BTF hidden
+#   VM_NOBTF=generic|all|none  kernels where a run with their BTF hidden
+#                         (and BTFPath) replaces the forced-kprobe run
 #   VM_KVM=1              use -enable-kvm instead of TCG
 DEB_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
 	zstd lz4 apt
