@@ -73,7 +73,7 @@ help:
 	@echo "make deps       install the Debian packages that are missing"
 	@echo "make install    install into DESTDIR/PREFIX (plugin) and SYSCONFDIR (snippet)"
 	@echo "make vmlinux    regenerate bpf/vmlinux/\$$ARCH/vmlinux.h from VMLINUX_BTF"
-	@echo "make check-vm   every attach flavour on Debian's 6.1/6.12 kernels under qemu (VM_KERNELS, VM_KVM=1)"
+	@echo "make check-vm   every attach flavour on Debian 11-13's kernels (5.10, 6.1, 6.12) under qemu (VM_KERNELS, VM_NOBTF, VM_KVM=1)"
 	@echo "make bench      per-event, system and plugin costs (BENCH_ROUNDS); docs/performance.md"
 	@echo "make fuzz       libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make check-asan / check-valgrind / check-lifecycle / soak   docs/reliability.md"
