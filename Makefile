@@ -100,7 +100,7 @@ help:
 	@echo "make deps       install the Debian packages that are missing"
 	@echo "make install    install into DESTDIR/PREFIX (plugin) and SYSCONFDIR (snippet)"
 	@echo "make vmlinux    regenerate bpf/vmlinux/\$$ARCH/vmlinux.h from VMLINUX_BTF"
-	@echo "make check-vm   every attach flavour on Debian's kernels under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_KVM=1)"
+	@echo "make check-vm   every attach flavour on Debian 11-13's kernels (5.10, 6.1, 6.12) under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_NOBTF, VM_KVM=1)"
 	@echo "make ARCH=arm64 cross-build build/aarch64/ebpf.so (sysroot from Debian's arm64 .debs)"
 	@echo "make debs       .debs for bookworm and trixie, amd64 and arm64 (DEBS_RELEASES, DEBS_ARCHES)"
 	@echo "make bench      per-event, system and plugin costs (BENCH_ROUNDS); docs/performance.md"

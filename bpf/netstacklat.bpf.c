@@ -27,9 +27,19 @@ const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
 
-/* CLOCK_TAI - CLOCK_REALTIME in ns, refreshed by user space every interval:
- * skb->tstamp is REALTIME and BPF can only read TAI (or MONOTONIC). */
-__s64 tai_offset_ns = 0;
+/* The clock "now" is read from, chosen at load by probing the helper:
+ * bpf_ktime_get_tai_ns() (kernel >= 6.1), else bpf_ktime_get_ns()
+ * (CLOCK_MONOTONIC). The branch not taken is pruned by the verifier, so a
+ * kernel without the TAI helper never sees the call. */
+const volatile bool targ_clock_tai = true;
+
+/* CLOCK_REALTIME minus that clock, in ns: skb->tstamp is REALTIME and BPF
+ * can read neither REALTIME nor its offset. User space writes it before the
+ * programs attach and refreshes it every interval: with TAI it is minus the
+ * TAI offset (adjtimex: 0, or 37 s on an NTP host); with MONOTONIC it is the
+ * boot time in REALTIME, which moves only when the clock is stepped (NTP
+ * slews both clocks alike). */
+__s64 realtime_offset_ns = 0;
 
 /* ---- maps, named after the metric they feed ---- */
 struct {
@@ -153,7 +163,8 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
     h->skipped[NSL_SKIP_NOT_RX]++;
     return;
   }
-  __s64 delta = (__s64)(bpf_ktime_get_tai_ns() - tai_offset_ns - tstamp);
+  __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
+  __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);
   if (delta < 0) {
     h->skipped[NSL_SKIP_FUTURE]++;
     return;
@@ -202,6 +213,22 @@ static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
  * alone, and the verifier prunes the read. */
 static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
   return targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
+}
+
+/* The input interface of the socket's cached route. Kernels before 5.16
+ * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
+ * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
+ * as the verifier types sk as struct sock. */
+struct inet_sock___old {
+  int rx_dst_ifindex;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
+                                           const bool probed) {
+  if (bpf_core_field_exists(sk->sk_rx_dst_ifindex))
+    return RD(probed, sk, sk_rx_dst_ifindex);
+  const struct inet_sock___old *inet = (const void *)sk;
+  return BPF_CORE_READ(inet, rx_dst_ifindex);
 }
 
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
@@ -595,7 +622,7 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
                                      const bool probed) {
   __u64 group;
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
-                 RD(probed, sk, sk_rx_dst_ifindex), &group, probed))
+                 sk_rx_ifindex(sk, probed), &group, probed))
     return;
   if (!targ_include_hol) {
     /* kprobe programs have no socket storage: the loader does not use

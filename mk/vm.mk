@@ -1,15 +1,19 @@
 # make check-vm: the plugin on Debian's stock kernels under qemu
 # (tests/vm/run-matrix, docs/vm-matrix.md).
-#   VM_KERNELS="pkg ..."  kernel packages (default: newest 6.1 and 6.12,
-#                         generic and cloud, and the arm64 kernels of
-#                         bookworm and trixie)
+#   VM_KERNELS="pkg ..."  kernel packages (default: the newest 5.10 of
+#                         Debian 11, 6.1 and 6.12 of Debian 12, 6.12 of
+#                         Debian 13, generic and cloud; and the arm64
+#                         kernels of bookworm and trixie)
 #   VM_ARCHES="x86_64 aarch64"  architectures of the default kernels
+#   VM_NOBTF=generic|all|none  kernels where a run with their BTF hidden
+#                         (and BTFPath) replaces the forced-kprobe run
 #   VM_KVM=1              use -enable-kvm instead of TCG
 DEB_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
 	zstd lz4 apt qemu-system-arm
 
 VM_KERNELS ?=
 VM_KVM     ?= 0
+VM_NOBTF   ?= generic
 
 .PHONY: check-vm
 $(BUILD)/vm/vmtraffic: tests/vm/vmtraffic.c
@@ -35,4 +39,4 @@ $(VM_CROSS:%=vm-tools-%): vm-tools-%:
 		tests/loader_check tests/holtraffic vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)
 
 check-vm: deps vm-tools
-	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_ARCHES="$(VM_ARCHES)" VM_KVM=$(VM_KVM) tests/vm/run-matrix
+	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_ARCHES="$(VM_ARCHES)" VM_KVM=$(VM_KVM) VM_NOBTF=$(VM_NOBTF) tests/vm/run-matrix

@@ -277,9 +277,11 @@ static int probe_cached(const char *sec, const char **why) {
 
 /* ------------------------------------------------------------ selection */
 
-static struct bpf_program *find_prog(struct bpf_object *obj,
-                                     const char *name) {
-  return bpf_object__find_program_by_name(obj, name);
+/* The skeleton opened by this round of loader_run(). */
+static void *cur_skel;
+
+static struct bpf_program *prog_of(const struct hook_prog *hp) {
+  return *(struct bpf_program **)((char *)cur_skel + hp->skel_off);
 }
 
 static int prog_flavour(struct bpf_program *p) {
@@ -301,7 +303,7 @@ static bool mode_allows(enum flavour f) {
 }
 
 /* Choose a flavour for one hook and set autoload on its programs. */
-static void choose(struct bpf_object *obj, struct hook_state *h) {
+static void choose(struct hook_state *h) {
   const struct hook_def *d = h->def;
   h->flavour = -1;
   for (int f = 0; f < FLAVOUR_COUNT && h->wanted; f++) {
@@ -313,8 +315,8 @@ static void choose(struct bpf_object *obj, struct hook_state *h) {
       continue;
     }
     int have = 0, ok = 0;
-    for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
-      struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+    for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].skel_off; i++) {
+      struct bpf_program *p = prog_of(&d->progs[i]);
       if (!p || prog_flavour(p) != f)
         continue;
       have++;
@@ -342,8 +344,8 @@ static void choose(struct bpf_object *obj, struct hook_state *h) {
     }
   }
   /* Autoload exactly the chosen flavour's programs that can attach. */
-  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
-    struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].skel_off; i++) {
+    struct bpf_program *p = prog_of(&d->progs[i]);
     if (!p)
       continue;
     bool on = h->flavour >= 0 && prog_flavour(p) == h->flavour;
@@ -358,9 +360,12 @@ static void choose(struct bpf_object *obj, struct hook_state *h) {
 static struct hook_state *owner_of(struct hook_state *hooks, size_t n,
                                    const char *prog) {
   for (size_t i = 0; i < n; i++)
-    for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].prog; j++)
-      if (strcmp(hooks[i].def->progs[j].prog, prog) == 0)
+    for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].skel_off;
+         j++) {
+      struct bpf_program *p = prog_of(&hooks[i].def->progs[j]);
+      if (p && strcmp(bpf_program__name(p), prog) == 0)
         return &hooks[i];
+    }
   return NULL;
 }
 
@@ -420,10 +425,10 @@ void loader_detach(struct hook_state *hooks, size_t nhooks) {
   }
 }
 
-static int attach_hook(struct bpf_object *obj, struct hook_state *h) {
+static int attach_hook(struct hook_state *h) {
   const struct hook_def *d = h->def;
-  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].prog; i++) {
-    struct bpf_program *p = find_prog(obj, d->progs[i].prog);
+  for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].skel_off; i++) {
+    struct bpf_program *p = prog_of(&d->progs[i]);
     if (!p || !bpf_program__autoload(p))
       continue;
     struct bpf_link *l = bpf_program__attach(p);
@@ -431,7 +436,7 @@ static int attach_hook(struct bpf_object *obj, struct hook_state *h) {
       int err = -errno;
       h->failed[h->flavour] = true;
       snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
-               "attaching %s failed: %s (errno %d)", d->progs[i].prog,
+               "attaching %s failed: %s (errno %d)", bpf_program__name(p),
                ERRSTR(err), -err);
       return err;
     }
@@ -478,15 +483,16 @@ int loader_run(const char *feature, const struct loader_ops *ops,
 
   /* Each round strikes off at least one flavour of one hook, so this ends. */
   for (int round = 0; round <= (int)nhooks * FLAVOUR_COUNT; round++) {
-    struct bpf_object *obj = ops->open(ops->ctx);
-    if (!obj) {
+    cur_skel = NULL;
+    struct bpf_object *obj = ops->open(ops->ctx, &cur_skel);
+    if (!obj || !cur_skel) {
       result = -errno ? -errno : -EINVAL;
       E_WARNING("%s: cannot open the BPF object: %s", feature,
                 ERRSTR(result));
       goto out;
     }
     for (size_t i = 0; i < nhooks; i++)
-      choose(obj, &hooks[i]);
+      choose(&hooks[i]);
 
     log_blame[0] = 0;
     int err = ops->load(ops->ctx);
@@ -513,7 +519,7 @@ int loader_run(const char *feature, const struct loader_ops *ops,
 
     bool again = false;
     for (size_t i = 0; i < nhooks && !again; i++)
-      if (hooks[i].flavour >= 0 && attach_hook(obj, &hooks[i]) != 0)
+      if (hooks[i].flavour >= 0 && attach_hook(&hooks[i]) != 0)
         again = true;
     if (again) {
       loader_detach(hooks, nhooks);
@@ -532,6 +538,7 @@ int loader_run(const char *feature, const struct loader_ops *ops,
     hooks[i].flavour = -1; /* nothing is attached */
 out:
   probes_reset();
+  cur_skel = NULL;
   hook_set_remember(feature, hooks, nhooks);
   return result;
 }

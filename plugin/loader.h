@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Per-hook choice of attach flavour at run time, so that one build runs on
- * every kernel. A feature describes its hooks as lists of BPF programs; the
- * flavour of a program and its target come from its ELF section name
+ * every kernel. A feature describes its hooks as lists of BPF programs (the
+ * programs' fields in its skeleton, so a misspelt program does not build);
+ * the flavour of a program and its target come from its ELF section name
  * ("fentry/tcp_v4_rcv", "tp_btf/netif_receive_skb", "kprobe/udp_rcv"...).
  *
  * The feature calls loader_run() with callbacks that open (and configure),
@@ -17,6 +18,7 @@
 #include "ebpf.h"
 
 #include <bpf/libbpf.h>
+#include <stddef.h>
 
 enum flavour {
   FLAVOUR_FENTRY = 0, /* fentry/fexit */
@@ -27,11 +29,20 @@ enum flavour {
 const char *flavour_name(enum flavour f);
 
 struct hook_prog {
-  const char *prog; /* BPF program name */
+  /* Where the program's struct bpf_program * is in the feature's skeleton;
+   * 0 ends the list. Written with HOOK_PROG. */
+  size_t skel_off;
   /* An optional program may be left out (its target is missing, e.g. the
    * IPv6 twin on a kernel without IPv6) without failing the flavour. */
   bool optional;
 };
+
+/* One program of a hook, by its field in the skeleton struct SKEL (e.g.
+ * netstacklat_bpf): a name that is not a program of the object fails the
+ * build. HOOK_PROG(netstacklat_bpf, ip_start_fentry_v6, true) for an
+ * optional one. */
+#define HOOK_PROG(SKEL, NAME, ...)                                             \
+  { offsetof(struct SKEL, progs.NAME), ##__VA_ARGS__ }
 
 #define HOOK_MAX_PROGS 12
 #define HOOK_MAX_LINKS HOOK_MAX_PROGS
@@ -56,8 +67,9 @@ struct hook_state {
 
 struct loader_ops {
   void *ctx;
-  /* Open the skeleton and set its rodata; return its bpf_object. */
-  struct bpf_object *(*open)(void *ctx);
+  /* Open the skeleton and set its rodata; return its bpf_object, and the
+   * skeleton itself in *skel (HOOK_PROG offsets are into it). */
+  struct bpf_object *(*open)(void *ctx, void **skel);
   int (*load)(void *ctx);
   void (*destroy)(void *ctx);
 };

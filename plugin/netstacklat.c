@@ -10,6 +10,7 @@
 #include "netns.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
+#include "rtclock.h"
 
 #include <bpf/bpf.h>
 #include <linux/net_tstamp.h>
@@ -19,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/timex.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,38 +41,40 @@ static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
     "skipped-map_full", "skipped-hol_blocked", "skipped-raced"};
 
+#define P(...) HOOK_PROG(netstacklat_bpf, __VA_ARGS__)
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
     {"ip_start",
-     {{"ip_start_fentry_v4"},
-      {"ip_start_fentry_v6", true},
-      {"ip_start_tp"},
-      {"ip_start_kprobe_v4"},
-      {"ip_start_kprobe_v6", true}}},
+     {P(ip_start_fentry_v4),
+      P(ip_start_fentry_v6, true),
+      P(ip_start_tp),
+      P(ip_start_kprobe_v4),
+      P(ip_start_kprobe_v6, true)}},
     {"tcp_start",
-     {{"tcp_start_fentry_v4"},
-      {"tcp_start_fentry_v6", true},
-      {"tcp_start_tp"},
-      {"tcp_start_kprobe_v4"},
-      {"tcp_start_kprobe_v6", true}}},
+     {P(tcp_start_fentry_v4),
+      P(tcp_start_fentry_v6, true),
+      P(tcp_start_tp),
+      P(tcp_start_kprobe_v4),
+      P(tcp_start_kprobe_v6, true)}},
     {"udp_start",
-     {{"udp_start_fentry_v4"},
-      {"udp_start_fentry_v6", true},
-      {"udp_start_kprobe_v4"},
-      {"udp_start_kprobe_v6", true}}},
+     {P(udp_start_fentry_v4),
+      P(udp_start_fentry_v6, true),
+      P(udp_start_kprobe_v4),
+      P(udp_start_kprobe_v6, true)}},
     {"tcp_socket_enqueued",
-     {{"tcp_enqueued_fexit"}, {"tcp_enqueued_tp"}, {"tcp_enqueued_kprobe"}}},
+     {P(tcp_enqueued_fexit), P(tcp_enqueued_tp), P(tcp_enqueued_kprobe)}},
     {"udp_socket_enqueued",
      /* Entry before return in each pair: the loader attaches in this
       * order, so every return that fires had its entry seen. */
-     {{"udp_enqueued_fentry"},
-      {"udp_enqueued_fexit"},
-      {"udp_enqueued_tp"},
-      {"udp_enqueued_kprobe"},
-      {"udp_enqueued_kretprobe"}}},
+     {P(udp_enqueued_fentry),
+      P(udp_enqueued_fexit),
+      P(udp_enqueued_tp),
+      P(udp_enqueued_kprobe),
+      P(udp_enqueued_kretprobe)}},
     {"tcp_socket_read",
-     {{"tcp_read_fentry"}, {"tcp_read_tp"}, {"tcp_read_kprobe"}}},
-    {"udp_socket_read", {{"udp_read_fentry"}, {"udp_read_kprobe"}}},
+     {P(tcp_read_fentry), P(tcp_read_tp), P(tcp_read_kprobe)}},
+    {"udp_socket_read", {P(udp_read_fentry), P(udp_read_kprobe)}},
 };
+#undef P
 
 #define MAX_PERCENTILES 16
 
@@ -142,6 +145,28 @@ bad:
   return -1;
 }
 
+/* The type instance of a percentile: "p" and its digits without the dot
+ * (50 -> p50, 99.9 -> p999), to 15 significant digits (99.999999 ->
+ * p99999999, not p100). Returns false for a name that would not be
+ * digits (1e-05) or would not fit. */
+static char pct_names[MAX_PERCENTILES][24];
+
+static bool pct_name(double p, char *buf, size_t len) {
+  char tmp[40];
+  snprintf(tmp, sizeof(tmp), "%.15g", p);
+  size_t o = 0;
+  buf[o++] = 'p';
+  for (char *s = tmp; *s; s++) {
+    if (*s == '.')
+      continue;
+    if (*s < '0' || *s > '9' || o + 1 >= len) /* 1e-05, or too long */
+      return false;
+    buf[o++] = *s;
+  }
+  buf[o] = 0;
+  return true;
+}
+
 static int cfg_percentiles(const oconfig_item_t *ci) {
   char buf[256];
   if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
@@ -154,13 +179,29 @@ static int cfg_percentiles(const oconfig_item_t *ci) {
     if (!(p > 0 && p <= 100))
       goto bad;
     cfg.pct[i] = p;
+    /* Dropping the dot can make two percentiles one name (99.9 and 9.99
+     * are both p999): refuse rather than dispatch two series as one. */
+    char name[sizeof(pct_names[0])];
+    if (!pct_name(p, name, sizeof(name)))
+      goto bad;
+    for (int j = 0; j < i; j++) {
+      char other[sizeof(pct_names[0])];
+      pct_name(cfg.pct[j], other, sizeof(other));
+      if (strcmp(name, other) == 0) {
+        E_ERROR("invalid value %s for option \"Percentiles\" in block "
+                "<Netstacklat>: %g and %g would both be dispatched as "
+                "latency-%s (the name drops the dot); leave one out.",
+                cfg_values_str(ci, buf, sizeof(buf)), cfg.pct[j], p, name);
+        return -1;
+      }
+    }
   }
   cfg.npct = ci->values_num;
   return 0;
 bad:
   E_ERROR("invalid value %s for option \"Percentiles\" in block "
-          "<Netstacklat>: expected 1 to %d numbers in (0, 100], like 50 90 "
-          "99 99.9.",
+          "<Netstacklat>: expected 1 to %d numbers in [0.0001, 100] of at "
+          "most 15 significant digits, like 50 90 99 99.9.",
           cfg_values_str(ci, buf, sizeof(buf)), MAX_PERCENTILES);
   return -1;
 }
@@ -268,11 +309,15 @@ static double now_mono(struct timespec *ts) {
   return ts->tv_sec + ts->tv_nsec / 1e9;
 }
 
-static void set_tai_offset(void) {
-  struct timex tx = {0};
-  if (adjtimex(&tx) < 0)
-    return;
-  skel->bss->tai_offset_ns = (__s64)tx.tai * 1000000000LL;
+/* "Now" in BPF: the clock chosen at init, plus REALTIME minus that clock,
+ * written before the programs attach (in the skeleton's .bss before load)
+ * and refreshed every interval. */
+static enum rtclock bpf_clock;
+
+static void set_clock_offset(void) {
+  int64_t off;
+  if (skel && rtclock_offset(bpf_clock, &off, NULL) == 0)
+    skel->bss->realtime_offset_ns = off;
 }
 
 /* --------------------------------------------------------------- cgroups */
@@ -298,18 +343,22 @@ static size_t cg_filter_refresh(bool log_changes) {
 
 /* ---------------------------------------------------------------- loader */
 
-static struct bpf_object *nsl_open(void *ctx) {
+static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
   skel = netstacklat_bpf__open_opts(&opts);
   if (!skel)
     return NULL;
+  *skel_out = skel;
   skel->rodata->targ_netns = netns.inum;
   skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
   skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
+  skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
+  /* The initial value of the map: in force from the first event on. */
+  set_clock_offset();
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
    * Preallocated per CPU: entries x CPUs x 264 bytes. */
@@ -488,6 +537,11 @@ static int netstacklat_init(void) {
              hook_names[h]);
     }
   }
+  const char *clock_why;
+  bpf_clock = rtclock_choose(&clock_why);
+  E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
+         "(%s).",
+         rtclock_name(bpf_clock), clock_why);
   struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
   int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
   if (n <= 0 || !skel) {
@@ -510,7 +564,6 @@ static int netstacklat_init(void) {
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
 
-  set_tai_offset();
   ts_sock = cfg.timestamps ? open_tstamp_socket() : -1;
   if (cfg.timestamps && ts_sock < 0)
     E_WARNING("netstacklat: cannot enable receive timestamps "
@@ -534,19 +587,6 @@ static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
     for (int s = 0; s < NSL_NSKIPS; s++)
       out->skipped[s] += h->skipped[s];
   }
-}
-
-static char pct_names[MAX_PERCENTILES][16];
-
-static void pct_name(double p, char *buf, size_t len) {
-  char tmp[32];
-  snprintf(tmp, sizeof(tmp), "%g", p);
-  size_t o = 0;
-  buf[o++] = 'p';
-  for (char *s = tmp; *s && o + 1 < len; s++)
-    if (*s != '.')
-      buf[o++] = *s;
-  buf[o] = 0;
 }
 
 /* A skip reason that only one hook with one setting can have is
@@ -708,7 +748,7 @@ static int netstacklat_read(void) {
   double t = now_mono(&ts);
   double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
   last_read = ts;
-  set_tai_offset();
+  set_clock_offset();
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)

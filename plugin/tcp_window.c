@@ -112,10 +112,10 @@ static uint32_t netns_ino; /* BPF filter; 0: all */
 
 static const struct hook_def clamp_hook = {
     .name = "clamps",
-    .progs = {{"tcp_window_fexit"},
-              {"tcp_window_sk_data_ready"},
-              {"tcp_window_kprobe"},
-              {"tcp_window_kretprobe"}},
+    .progs = {HOOK_PROG(tcp_window_bpf, tcp_window_fexit),
+              HOOK_PROG(tcp_window_bpf, tcp_window_sk_data_ready),
+              HOOK_PROG(tcp_window_bpf, tcp_window_kprobe),
+              HOOK_PROG(tcp_window_bpf, tcp_window_kretprobe)},
 };
 static struct hook_state hooks[1] = {{.def = &clamp_hook}};
 static bool clamps_on;
@@ -136,10 +136,13 @@ static unsigned char *diag_buf;
 
 /* ---------------------------------------------------------------- clamps */
 
-static struct bpf_object *clamps_open(void *ctx) {
-  skel = tcp_window_bpf__open();
+static struct bpf_object *clamps_open(void *ctx, void **skel_out) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  skel = tcp_window_bpf__open_opts(&opts);
   if (!skel)
     return NULL;
+  *skel_out = skel;
   skel->rodata->targ_threshold = (__u32)cfg.threshold;
   skel->rodata->targ_netns = netns_ino;
   skel->rodata->targ_transitions = cfg.transitions;

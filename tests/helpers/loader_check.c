@@ -15,10 +15,11 @@
 
 static struct selftest_bpf *skel;
 
-static struct bpf_object *st_open(void *ctx) {
+static struct bpf_object *st_open(void *ctx, void **skel_out) {
   skel = selftest_bpf__open();
   if (!skel)
     return NULL;
+  *skel_out = skel;
   skel->rodata->targ_tgid = (__u32)getpid();
   return skel->obj;
 }
@@ -29,8 +30,12 @@ static void st_destroy(void *ctx) {
 }
 
 static const struct hook_def hooks_def[] = {
-    {"openat", {{"openat_fentry"}, {"openat_tp"}, {"openat_kprobe"}}},
-    {"missing", {{"missing_fentry"}, {"missing_kprobe"}}},
+    {"openat",
+     {HOOK_PROG(selftest_bpf, openat_fentry), HOOK_PROG(selftest_bpf, openat_tp),
+      HOOK_PROG(selftest_bpf, openat_kprobe)}},
+    {"missing",
+     {HOOK_PROG(selftest_bpf, missing_fentry),
+      HOOK_PROG(selftest_bpf, missing_kprobe)}},
 };
 
 int main(int argc, char **argv) {

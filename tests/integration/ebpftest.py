@@ -76,8 +76,9 @@ class Collectd:
     <Plugin ebpf>. Values are read back from the csv plugin's files."""
 
     def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True, wrapper=(),
-                 stock=()):
+                 stock=(), env=None):
         self.wrapper = list(wrapper)  # e.g. setpriv with fewer capabilities
+        self.env = dict(os.environ, **env) if env else None  # added variables
         self.dir = tempfile.mkdtemp(prefix="ebpf-test-")
         self.interval = interval
         self.proc = None
@@ -116,7 +117,7 @@ LoadPlugin csv
     def start(self, wait_init=True):
         self.proc = subprocess.Popen(self.wrapper + [COLLECTD, "-f", "-C", self.conf],
                                      stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=self.env)
         if wait_init:
             wait_for(lambda: "Initialization complete" in self.log()
                      or self.proc.poll() is not None, 30, "collectd init")

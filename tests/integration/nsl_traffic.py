@@ -13,6 +13,9 @@
                                  it, answer one byte
   send-tcp ADDR PORT M           connect, send M messages of 100 bytes, each
                                  after the previous one was answered
+  sink-udp ADDR PORT SECONDS     receive datagrams for SECONDS, with receive
+                                 timestamps on (SO_TIMESTAMPNS), print the count
+  stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
 A line "ready" on stdout tells that a receiver listens."""
 import os
 import select
@@ -57,6 +60,28 @@ def main():
                 if got and time.monotonic() - last > 3:
                     break  # the sender is done; the rest was dropped
         print(got, flush=True)
+    elif cmd == "sink-udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        # Timestamps on from now, not only once the plugin holds its socket.
+        s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS (asm-generic, x86)
+        s.bind((addr, port))
+        s.settimeout(0.2)
+        print("ready", flush=True)
+        got, end = 0, time.time() + n
+        while time.time() < end:
+            try:
+                s.recv(2048)
+                got += 1
+            except socket.timeout:
+                pass
+        print(got, flush=True)
+    elif cmd == "stream-udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        end = time.time() + n
+        while time.time() < end:
+            for _ in range(20):
+                s.sendto(b"s" * 64, (addr, port))
+            time.sleep(0.001)
     elif cmd in ("send-udp", "pace-udp"):
         if cmd == "pace-udp":
             os.sched_setaffinity(0, {int(sys.argv[5])})

@@ -90,6 +90,11 @@ static const struct kcase cases[] = {
     N2("Netstacklat", "Percentiles", 50, 99.9, true),
     N1("Netstacklat", "Percentiles", 0, false),
     N1("Netstacklat", "Percentiles", 101, false),
+    /* names drop the dot: these two would both be latency-p999 */
+    N2("Netstacklat", "Percentiles", 99.9, 9.99, false),
+    N2("Netstacklat", "Percentiles", 50, 50, false),
+    N2("Netstacklat", "Percentiles", 99.99, 99.999999, true),
+    N1("Netstacklat", "Percentiles", 0.00001, false),
     S1("Netstacklat", "Percentiles", "p50", false),
     B1("Netstacklat", "Buckets", 0, true),
     S1("Netstacklat", "Buckets", "sometimes", false),
