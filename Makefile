@@ -8,8 +8,25 @@
 .SUFFIXES:
 .SECONDARY:
 
-ARCH      ?= $(shell uname -m)
+# ARCH: the target CPU, by the kernel's uname name (x86_64, aarch64; the
+# Debian names amd64 and arm64 are accepted). A target other than the build
+# host's is a cross build (`make ARCH=arm64`): $(CROSS_COMPILE)gcc against
+# SYSROOT, a root file system unpacked from that architecture's .debs
+# (made on first use, see "cross builds" below), into build/<arch>.
+HOST_ARCH := $(shell uname -m)
+ARCH      ?= $(HOST_ARCH)
+override ARCH := $(patsubst amd64,x86_64,$(patsubst arm64,aarch64,$(ARCH)))
+CROSS     := $(filter-out $(HOST_ARCH),$(ARCH))
+ifneq ($(CROSS),)
+BUILD     ?= build/$(ARCH)
+CROSS_COMPILE ?= $(ARCH)-linux-gnu-
+SYSROOT   ?= build/sysroot-$(ARCH)
+ifeq ($(origin CC),default)
+CC        := $(CROSS_COMPILE)gcc
+endif
+endif
 BUILD     ?= build
+SYSROOT   ?=
 PREFIX    ?= /usr
 LIBDIR    ?= $(PREFIX)/lib
 PLUGINDIR ?= $(LIBDIR)/collectd
@@ -25,11 +42,21 @@ COLLECTD  ?= /usr/sbin/collectd
 BPF_ARCH_x86_64  := x86
 BPF_ARCH_aarch64 := arm64
 BPF_ARCH := $(or $(BPF_ARCH_$(ARCH)),$(ARCH))
+DEB_ARCH_x86_64  := amd64
+DEB_ARCH_aarch64 := arm64
+DEB_ARCH := $(or $(DEB_ARCH_$(ARCH)),$(ARCH))
+
+# collectd's headers (and, for a cross build, every library) come from the
+# sysroot when there is one.
+ifneq ($(SYSROOT),)
+override CC += --sysroot=$(SYSROOT)
+endif
+COLLECTD_INC := $(SYSROOT)/usr/include/collectd
 
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PLUGIN_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) -MMD -MP \
-	-DHAVE_CONFIG_H -I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf
+	-DHAVE_CONFIG_H -I$(COLLECTD_INC) -Iplugin -Ibpf -I$(BUILD)/bpf
 PLUGIN_LDLIBS := -lbpf -lelf -lz -lm
 BPF_CFLAGS := -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) \
 	-Ibpf -Ibpf/vmlinux/$(ARCH) -MMD -MP
@@ -73,7 +100,9 @@ help:
 	@echo "make deps       install the Debian packages that are missing"
 	@echo "make install    install into DESTDIR/PREFIX (plugin) and SYSCONFDIR (snippet)"
 	@echo "make vmlinux    regenerate bpf/vmlinux/\$$ARCH/vmlinux.h from VMLINUX_BTF"
-	@echo "make check-vm   every attach flavour on Debian's 6.1/6.12 kernels under qemu (VM_KERNELS, VM_KVM=1)"
+	@echo "make check-vm   every attach flavour on Debian's kernels under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_KVM=1)"
+	@echo "make ARCH=arm64 cross-build build/aarch64/ebpf.so (sysroot from Debian's arm64 .debs)"
+	@echo "make debs       .debs for bookworm and trixie, amd64 and arm64 (DEBS_RELEASES, DEBS_ARCHES)"
 	@echo "make bench      per-event, system and plugin costs (BENCH_ROUNDS); docs/performance.md"
 	@echo "make fuzz       libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make check-asan / check-valgrind / check-lifecycle / soak   docs/reliability.md"
@@ -113,7 +142,7 @@ $(BUILD)/bpf $(BUILD)/plugin $(BUILD)/tests:
 # last one only: the test's own source goes last, so that the plugin source
 # it includes is a dependency.
 UNIT_CFLAGS := -std=gnu11 -O1 -g $(WARN) -MMD -MP -DHAVE_CONFIG_H \
-	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
+	-I$(COLLECTD_INC) -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
 $(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
@@ -137,6 +166,11 @@ $(BUILD)/tests/tcp_window_diag_test: tests/unit/tcp_window_diag_test.c tests/uni
 		plugin/tcp_window.c | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $(filter %.c %.o,$(filter-out plugin/tcp_window.c,$^)) -o $@ -lbpf -lelf -lz -lm
+
+$(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/netstacklat.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) $^ -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests

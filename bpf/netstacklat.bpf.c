@@ -205,12 +205,24 @@ static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
   return RD(probed, sk, sk_cgrp_data.cgroup, kn, id);
 }
 
+/* GroupBy interface with NetworkNamespace "all": ifindexes repeat across
+ * namespaces (every one has its lo at 1), so the namespace's inode number
+ * goes into the group's upper half. With one namespace it is the ifindex
+ * alone, and the verifier prunes the read. */
+static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
+  return targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
+}
+
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
 static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                         __u32 ifindex, const bool probed) {
   if (!netns_ok_dev(skb, probed) || !ifindex_ok(ifindex))
     return;
-  __u64 group = targ_groupby == NSL_GROUP_INTERFACE ? ifindex : 0;
+  __u64 group = 0;
+  if (targ_groupby == NSL_GROUP_INTERFACE)
+    group = if_group(ifindex, targ_netns ? 0
+                                         : RD(probed, skb, dev, nd_net.net,
+                                              ns.inum));
   __u64 t = RD(probed, skb, tstamp);
   record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group);
 }
@@ -231,9 +243,14 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
         !bpf_map_lookup_elem(&netstacklat_cgroup_filter, &cg))
       return false;
   }
-  *group = targ_groupby == NSL_GROUP_CGROUP     ? cg
-           : targ_groupby == NSL_GROUP_INTERFACE ? ifindex
-                                                 : 0;
+  *group = 0;
+  if (targ_groupby == NSL_GROUP_CGROUP)
+    *group = cg;
+  else if (targ_groupby == NSL_GROUP_INTERFACE)
+    *group = if_group(ifindex, targ_netns ? 0
+                                          : RD(probed, sk,
+                                               __sk_common.skc_net.net,
+                                               ns.inum));
   return true;
 }
 
@@ -375,7 +392,10 @@ int BPF_PROG(tcp_start_tp, struct sock *sk, struct sk_buff *skb) {
     return 0;
   __u64 t = skb->tstamp;
   record(NSL_TCP_START, t, t ? tstamp_not_rx(skb, false) : 0,
-         targ_groupby == NSL_GROUP_INTERFACE ? skb->skb_iif : 0);
+         targ_groupby == NSL_GROUP_INTERFACE
+             ? if_group(skb->skb_iif,
+                        targ_netns ? 0 : sk->__sk_common.skc_net.net->ns.inum)
+             : 0);
   return 0;
 }
 

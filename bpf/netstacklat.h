@@ -45,7 +45,8 @@ struct nsl_hist {
 };
 
 struct nsl_group_key {
-  __u64 group; /* cgroup id, or ifindex */
+  __u64 group; /* cgroup id, or ifindex (netns inode << 32 | ifindex with
+                * NetworkNamespace "all") */
   __u32 hook;
   __u32 pad;
 };

@@ -22,9 +22,16 @@ int BPF_PROG(openat_fentry) {
   return 0;
 }
 
+/* Syscall numbers are per architecture (asm/unistd.h). */
+#if defined(__TARGET_ARCH_arm64)
+#define NR_OPENAT 56
+#else
+#define NR_OPENAT 257 /* x86_64 */
+#endif
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(openat_tp, struct pt_regs *regs, long id) {
-  if (id == 257 /* __NR_openat on x86_64 */)
+  if (id == NR_OPENAT)
     count();
   return 0;
 }

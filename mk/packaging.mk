@@ -27,8 +27,8 @@ DATADIR ?= $(PREFIX)/share/collectd-ebpf
 # plugin/collectd_api.h is the same in both builds.
 COLLECTD_ABI ?= system
 ifeq ($(COLLECTD_ABI),own)
-PLUGIN_CFLAGS := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I/usr/include/collectd,$(PLUGIN_CFLAGS))
-UNIT_CFLAGS   := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I/usr/include/collectd,$(UNIT_CFLAGS))
+PLUGIN_CFLAGS := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I$(COLLECTD_INC),$(PLUGIN_CFLAGS))
+UNIT_CFLAGS   := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I$(COLLECTD_INC),$(UNIT_CFLAGS))
 endif
 
 ABI_CHECK := $(BUILD)/tests/abi_test
@@ -92,12 +92,16 @@ NO_MAKEFLAGS := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u BUIL
 # files git knows (tracked or not ignored) with packaging/debian as debian/.
 DEB_OUT := $(BUILD)/deb
 DEB_SRC := $(DEB_OUT)/collectd-ebpf-$(PKG_VERSION)
-DEB_FILE := $(DEB_OUT)/collectd-ebpf_$(PKG_VERSION)_amd64.deb
-deb:
-	$(Q)rm -rf $(DEB_OUT) && mkdir -p $(DEB_SRC)
+DEB_FILE := $(DEB_OUT)/collectd-ebpf_$(PKG_VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
+define stage_deb_source # $(1): directory to stage the source tree in
+	$(Q)rm -rf $(1) && mkdir -p $(1)
 	$(Q)git ls-files -z -co --exclude-standard | grep -zv '^packaging/debian/' | \
-		xargs -0 cp --parents -t $(DEB_SRC)
-	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
+		xargs -0 cp --parents -t $(1)
+	$(Q)cp -r packaging/debian $(1)/debian
+endef
+deb:
+	$(Q)rm -rf $(DEB_OUT)
+	$(call stage_deb_source,$(DEB_SRC))
 	$(call msg,DPKG-BP,$(DEB_FILE))
 	$(Q)cd $(DEB_SRC) && $(NO_MAKEFLAGS) dpkg-buildpackage -b -us -uc -j2 > ../build.log 2>&1 || \
 		{ tail -n 40 ../build.log; exit 1; }
@@ -105,6 +109,15 @@ deb:
 
 lintian: deb
 	lintian --info --display-info --pedantic --fail-on error,warning $(DEB_OUT)/*.changes
+
+# `make debs`: bookworm and trixie, amd64 and arm64, each in a build root
+# of its release (packaging/debs; DEBS_RELEASES, DEBS_ARCHES). The roots
+# are cached in $(DEBS_OUT)/root-<release> (~1 GB each).
+DEBS_OUT := $(BUILD)/debs
+.PHONY: debs
+debs:
+	$(call stage_deb_source,$(DEBS_OUT)/src/collectd-ebpf-$(PKG_VERSION))
+	$(Q)packaging/debs build $(DEBS_OUT)/src/collectd-ebpf-$(PKG_VERSION) $(DEBS_OUT)
 
 # ----------------------------------------------------------------- .rpm
 RPM_OUT := $(BUILD)/rpm

@@ -1,10 +1,12 @@
-# make check-vm: the plugin on Debian 12's stock kernels under qemu
+# make check-vm: the plugin on Debian's stock kernels under qemu
 # (tests/vm/run-matrix, docs/vm-matrix.md).
 #   VM_KERNELS="pkg ..."  kernel packages (default: newest 6.1 and 6.12,
-#                         generic and cloud)
+#                         generic and cloud, and the arm64 kernels of
+#                         bookworm and trixie)
+#   VM_ARCHES="x86_64 aarch64"  architectures of the default kernels
 #   VM_KVM=1              use -enable-kvm instead of TCG
 DEB_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
-	zstd lz4 apt
+	zstd lz4 apt qemu-system-arm
 
 VM_KERNELS ?=
 VM_KVM     ?= 0
@@ -21,5 +23,16 @@ $(BUILD)/vm/bpfverify: tests/vm/bpfverify.c
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lbpf -lelf -lz
 
 VM_TOOLS := $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify
-check-vm: deps $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(VM_TOOLS)
-	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_KVM=$(VM_KVM) tests/vm/run-matrix
+
+# The arm64 guests run the plugin and the helpers cross-built into
+# $(BUILD)/aarch64 (mk/cross.mk).
+VM_ARCHES ?= x86_64 aarch64
+VM_CROSS := $(if $(filter x86_64,$(HOST_ARCH)),$(if $(or $(filter aarch64,$(VM_ARCHES)),$(filter %-arm64,$(VM_KERNELS))),aarch64))
+.PHONY: vm-tools $(VM_CROSS:%=vm-tools-%)
+vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%)
+$(VM_CROSS:%=vm-tools-%): vm-tools-%:
+	$(Q)$(MAKE) --no-print-directory ARCH=$* BUILD=$(BUILD)/$* $(addprefix $(BUILD)/$*/,ebpf.so \
+		tests/loader_check tests/holtraffic vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)
+
+check-vm: deps vm-tools
+	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_ARCHES="$(VM_ARCHES)" VM_KVM=$(VM_KVM) tests/vm/run-matrix

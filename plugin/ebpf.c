@@ -3,6 +3,7 @@
  * settings and one block per feature; each feature runs on or is disabled
  * on its own, so one missing kernel capability never takes the others down. */
 #include "ebpf.h"
+#include "cgroup.h"
 #include "loader.h"
 
 #include <bpf/bpf.h>

@@ -85,6 +85,54 @@ void submit_gauge(const char *plugin, const char *plugin_instance,
 void submit_derive(const char *plugin, const char *plugin_instance,
                    const char *type, const char *type_instance, int64_t v);
 
+/* ---- notifications ---- */
+/* One field of a notification: a key ([a-z0-9_]) and a typed value. The
+ * same list gives the message and the meta data, so they always agree. */
+enum ebpf_nfield_type {
+  EBPF_NF_STRING,
+  EBPF_NF_SIGNED,
+  EBPF_NF_UNSIGNED,
+  EBPF_NF_DOUBLE,
+};
+struct ebpf_nfield {
+  const char *key;
+  enum ebpf_nfield_type type;
+  union {
+    const char *s;
+    int64_t i;
+    uint64_t u;
+    double d;
+  } v;
+};
+#define NF_STR(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_STRING, .v.s = (x)})
+#define NF_INT(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_SIGNED, .v.i = (x)})
+#define NF_UINT(k, x)                                                          \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_UNSIGNED, .v.u = (x)})
+#define NF_DBL(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_DOUBLE, .v.d = (x)})
+
+/* The message of a notification: the fields in order as `key=value`,
+ * separated by one space. Numbers are decimal (a double in the fewest
+ * digits that read back as the same value); a string is written as it is
+ * unless it is empty or has a space, a '"', a '\\' or a byte outside
+ * printable ASCII: then it is put in double quotes, with \" \\ and \xHH
+ * escapes. collectd holds NOTIF_MAX_MSG_LEN - 1 characters: fields that do
+ * not fit are left out whole, from the first that does not fit on, and
+ * the message ends in " ..." (the meta data has them all). Returns the
+ * number of fields written. */
+size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
+                          size_t n);
+/* Dispatch one notification (severity NOTIF_FAILURE, NOTIF_WARNING or
+ * NOTIF_OKAY; time now, host collectd's Hostname) with the message above
+ * and every field again as meta data of its type, named by its key.
+ * Returns plugin_dispatch_notification's status (-1 also when no
+ * notification plugin is loaded). */
+int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
+                const char *type, const char *type_instance,
+                const struct ebpf_nfield *f, size_t n);
+
 /* ---- names: metric rule 3 of metrics.md ---- */
 /* The naming rule of every group part (cgroup path, interface) of an
  * instance, shared by all features so that one cgroup has one name:
@@ -101,18 +149,5 @@ void submit_derive(const char *plugin, const char *plugin_instance,
 #define EBPF_NAME_LEN 97
 #define EBPF_NAME_LEAF_MAX 48
 int instance_from_path(const char *path, char out[EBPF_NAME_LEN]);
-
-/* ---- cgroup2 ---- */
-/* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo; NULL
- * when there is none. The string is owned by the plugin. */
-const char *cgroup2_root(void);
-void cgroup2_reset(void);
-/* Expand a glob below the cgroup2 root (leading '/' ignored) and call cb
- * for every matching directory with its path and its path below the root
- * (never empty: the root itself is skipped). Returns the number of
- * matches, or -1 when there is no cgroup2 mount. */
-int cgroup2_glob(const char *pattern,
-                 void (*cb)(const char *dir, const char *rel, void *arg),
-                 void *arg);
 
 #endif

@@ -84,6 +84,19 @@ uint64_t hist_delta(const uint64_t now[HIST_NBUCKETS],
   return hist_total(out);
 }
 
+uint64_t hist_delta_sum(const uint64_t now[HIST_NBUCKETS],
+                        const uint64_t prev[HIST_NBUCKETS], uint64_t now_sum,
+                        uint64_t prev_sum, uint64_t out[HIST_NBUCKETS],
+                        uint64_t *dsum) {
+  static const uint64_t zero[HIST_NBUCKETS];
+  bool reset = now_sum < prev_sum;
+  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
+    if (now[k] < prev[k])
+      reset = true;
+  *dsum = reset ? now_sum : now_sum - prev_sum;
+  return hist_delta(now, reset ? zero : prev, out);
+}
+
 double hist_quantile_ns(const uint64_t c[HIST_NBUCKETS], double q) {
   uint64_t n = hist_total(c);
   if (n == 0 || isnan(q))

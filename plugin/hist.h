@@ -57,6 +57,17 @@ uint64_t hist_delta(const uint64_t now[HIST_NBUCKETS],
                     const uint64_t prev[HIST_NBUCKETS],
                     uint64_t out[HIST_NBUCKETS]);
 
+/* hist_delta for a histogram that also keeps the sum of its values: a
+ * reset is seen in the buckets or in the sum (either went down; a group
+ * deleted and made again starts from zero), and then both deltas are the
+ * new counts: *dsum = now_sum, never an unsigned wrap that would read as a
+ * mean of 10^10 s. Otherwise *dsum = now_sum - prev_sum. Returns the
+ * total of out. */
+uint64_t hist_delta_sum(const uint64_t now[HIST_NBUCKETS],
+                        const uint64_t prev[HIST_NBUCKETS], uint64_t now_sum,
+                        uint64_t prev_sum, uint64_t out[HIST_NBUCKETS],
+                        uint64_t *dsum);
+
 /* q in [0,1] (clamped; NaN q gives NaN). Estimate in ns of the q-quantile
  * of the events counted in c. NaN when c is empty.
  * Rank r = q * n. Find the first bucket k whose cumulative count reaches r

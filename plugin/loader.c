@@ -236,9 +236,16 @@ static int probe_attach(const char *sec, char *why, size_t whylen) {
     link = bpf_program__attach_trace(use);
   if (!link) {
     err = -errno;
+    /* 524 is the kernel's ENOTSUPP: arm64 kernels before 6.4 have no
+     * ftrace direct calls (DYNAMIC_FTRACE_WITH_DIRECT_CALLS came to arm64
+     * in 6.4), so a BPF trampoline cannot attach to a kernel function:
+     * measured on Debian's 6.1 arm64 kernel (docs/vm-matrix.md). */
     snprintf(why, whylen, "cannot attach to %s: %s%s", target, ERRSTR(err),
              f == FLAVOUR_KPROBE && err == -ENOENT
                  ? " (kernel without CONFIG_KPROBES, or no such symbol)"
+             : f == FLAVOUR_FENTRY && err == -524
+                 ? " (ENOTSUPP: this kernel cannot attach fentry/fexit to "
+                   "kernel functions; arm64 before 6.4 cannot)"
                  : "");
   }
   bpf_link__destroy(link);

@@ -3,25 +3,22 @@
  * packet's receive timestamp to points of the network stack; dispatched as
  * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat.bpf.c
  * for the kernel side and docs/netstacklat.md for what each hook means. */
-#define _GNU_SOURCE 1 /* setns(), CLONE_NEWNET */
+#include "cgroup.h"
 #include "ebpf.h"
 #include "hist.h"
 #include "loader.h"
+#include "netns.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
 
 #include <bpf/bpf.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <linux/net_tstamp.h>
 #include <math.h>
 #include <net/if.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/timex.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,24 +180,6 @@ static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
   return -1;
 }
 
-static int check_path(const oconfig_item_t *ci, const char *p) {
-  const char *s = p;
-  while (*s == '/')
-    s++;
-  bool dots = false;
-  for (const char *q = s; *q; q++)
-    if ((q == s || q[-1] == '/') && q[0] == '.' && q[1] == '.' &&
-        (q[2] == '/' || q[2] == 0))
-      dots = true;
-  if (*s == 0 || dots) {
-    E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
-            "expected a cgroup path below the cgroup2 root, without \"..\".",
-            p, ci->key);
-    return -1;
-  }
-  return 0;
-}
-
 static int netstacklat_config(const oconfig_item_t *ci) {
   int errors = 0;
   bool seen[16] = {0};
@@ -214,12 +193,9 @@ static int netstacklat_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
     else if (!strcasecmp(k, "Buckets"))
       st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
-    else if (!strcasecmp(k, "Cgroup")) {
-      size_t before = cfg.ncgroups;
-      st = cfg_strings_append(c, &cfg.cgroups, &cfg.ncgroups);
-      for (size_t j = before; !st && j < cfg.ncgroups; j++)
-        st = check_path(c, cfg.cgroups[j]);
-    } else if (!strcasecmp(k, "Interface")) {
+    else if (!strcasecmp(k, "Cgroup"))
+      st = cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+    else if (!strcasecmp(k, "Interface")) {
       st = cfg_strings_append(c, &cfg.ifaces, &cfg.nifaces);
       for (size_t j = 0; !st && j < cfg.nifaces; j++)
         if (strlen(cfg.ifaces[j]) >= IFNAMSIZ || strchr(cfg.ifaces[j], '/')) {
@@ -279,19 +255,10 @@ static struct nsl_hist prev[NSL_NHOOKS];
 static struct group_prev *gprev; /* sorted by key */
 static size_t ngprev;
 static struct timespec last_read;
-static __u32 netns_inum;
+static struct netns netns;
 static bool warned_map_full;
-static char netns_path[512]; /* "" for our own netns */
-
-/* cgroup id -> path below the cgroup2 root */
-struct cg_name {
-  __u64 id;
-  char *rel;
-};
-static struct cg_name *cg_names;
-static size_t ncg_names, cap_cg_names;
-static __u64 *cg_filter_ids; /* what is in the BPF filter map, sorted */
-static size_t ncg_filter;
+static struct cgroup_tree cgroups;
+static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
 
 static double now_mono(struct timespec *ts) {
   clock_gettime(CLOCK_MONOTONIC, ts);
@@ -307,142 +274,18 @@ static void set_tai_offset(void) {
 
 /* --------------------------------------------------------------- cgroups */
 
-static int cmp_u64(const void *a, const void *b) {
-  __u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void cg_names_clear(void) {
-  for (size_t i = 0; i < ncg_names; i++)
-    free(cg_names[i].rel);
-  ncg_names = 0;
-}
-
-static void cg_add(__u64 id, const char *rel) {
-  if (ncg_names == cap_cg_names) {
-    size_t cap = cap_cg_names ? cap_cg_names * 2 : 256;
-    struct cg_name *n = realloc(cg_names, cap * sizeof(*n));
-    if (!n)
-      return;
-    cg_names = n;
-    cap_cg_names = cap;
-  }
-  cg_names[ncg_names].id = id;
-  cg_names[ncg_names].rel = strdup(rel);
-  if (cg_names[ncg_names].rel)
-    ncg_names++;
-}
-
-/* Depth-first walk of the cgroup2 tree: directories only. */
-static void cg_walk(int dfd, const char *rel, int depth) {
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    close(dfd);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.')
-      continue;
-    char sub[4096];
-    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    struct stat st;
-    if (fstat(fd, &st) == 0)
-      cg_add((__u64)st.st_ino, sub);
-    if (depth < 64)
-      cg_walk(fd, sub, depth + 1);
-    else
-      close(fd);
-  }
-  closedir(d);
-}
-
-static int cmp_cg_name(const void *a, const void *b) {
-  return cmp_u64(&((const struct cg_name *)a)->id,
-                 &((const struct cg_name *)b)->id);
-}
-
-/* On cgroup2 a cgroup's id is its directory's inode number. */
-static void cg_names_refresh(void) {
-  const char *root = cgroup2_root();
-  cg_names_clear();
-  if (!root)
-    return;
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  struct stat st;
-  if (fstat(fd, &st) == 0)
-    cg_add((__u64)st.st_ino, "");
-  cg_walk(fd, "", 0);
-  qsort(cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
-}
-
-static const char *cg_name_of(__u64 id) {
-  struct cg_name k = {.id = id};
-  struct cg_name *n =
-      bsearch(&k, cg_names, ncg_names, sizeof(*cg_names), cmp_cg_name);
-  return n ? n->rel : NULL;
-}
-
-/* Subtree semantics: a configured path (glob) selects that cgroup and
- * every cgroup below it. Called at init and every interval, so cgroups
- * created later are picked up. Returns how many ids are selected. */
-struct id_list {
-  __u64 *ids;
-  size_t n, cap;
-};
-
-/* Every known cgroup at or below rel. */
-static void cg_collect(const char *dir, const char *rel, void *arg) {
-  struct id_list *l = arg;
-  size_t rl = strlen(rel);
-  for (size_t i = 0; i < ncg_names; i++) {
-    const char *r = cg_names[i].rel;
-    if (strncmp(r, rel, rl) != 0 || (r[rl] != 0 && r[rl] != '/'))
-      continue;
-    if (l->n == l->cap) {
-      size_t cap = l->cap ? l->cap * 2 : 64;
-      __u64 *t = realloc(l->ids, cap * sizeof(*t));
-      if (!t)
-        return;
-      l->ids = t;
-      l->cap = cap;
-    }
-    l->ids[l->n++] = cg_names[i].id;
-  }
-}
-
+/* The Cgroup filter map follows the cgroups that exist now. Called at init
+ * and every interval, so cgroups created later are picked up. Returns how
+ * many ids are selected. */
 static size_t cg_filter_refresh(bool log_changes) {
   if (!cgroup2_root())
     return 0;
-  struct id_list l = {0};
-  for (size_t p = 0; p < cfg.ncgroups; p++)
-    cgroup2_glob(cfg.cgroups[p], cg_collect, &l);
-  __u64 *ids = l.ids;
-  size_t n = l.n;
-  qsort(ids, n, sizeof(*ids), cmp_u64);
-  size_t u = 0;
-  for (size_t i = 0; i < n; i++)
-    if (u == 0 || ids[u - 1] != ids[i])
-      ids[u++] = ids[i];
-  n = u;
-
-  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_filter);
-  __u8 one = 1;
-  size_t added = 0, removed = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!bsearch(&ids[i], cg_filter_ids, ncg_filter, sizeof(__u64), cmp_u64))
-      added += bpf_map_update_elem(fd, &ids[i], &one, BPF_ANY) == 0;
-  for (size_t i = 0; i < ncg_filter; i++)
-    if (!bsearch(&cg_filter_ids[i], ids, n, sizeof(__u64), cmp_u64))
-      removed += bpf_map_delete_elem(fd, &cg_filter_ids[i]) == 0;
-  free(cg_filter_ids);
-  cg_filter_ids = ids;
-  ncg_filter = n;
+  uint64_t *ids;
+  size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
+  size_t added, removed;
+  cgroup_filter_sync(&cg_filter,
+                     bpf_map__fd(skel->maps.netstacklat_cgroup_filter), ids, n,
+                     &added, &removed);
   if (log_changes && (added || removed))
     E_INFO("netstacklat: cgroup filter now matches %zu cgroups (%zu new, "
            "%zu gone).",
@@ -458,13 +301,15 @@ static struct bpf_object *nsl_open(void *ctx) {
   skel = netstacklat_bpf__open_opts(&opts);
   if (!skel)
     return NULL;
-  skel->rodata->targ_netns = netns_inum;
+  skel->rodata->targ_netns = netns.inum;
   skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
   skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
   skel->rodata->targ_groupby = (__u32)cfg.groupby;
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
-  /* Preallocated per CPU: groups x wanted hooks x CPUs x 256 bytes. */
+  /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
+   * hooks, a pool that a busy hook may use more of than its share.
+   * Preallocated per CPU: entries x CPUs x 256 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
@@ -503,113 +348,112 @@ static int open_tstamp_socket(void) {
   return fd;
 }
 
-static int resolve_netns(void) {
-  const char *ns = cfg.netns ? cfg.netns : "host";
-  if (!strcasecmp(ns, "all")) {
-    netns_inum = 0;
-    return 0;
-  }
-  char path[512];
-  if (!strcasecmp(ns, "host"))
-    snprintf(path, sizeof(path), "/proc/self/ns/net");
-  else if (ns[0] == '/')
-    snprintf(path, sizeof(path), "%s", ns);
-  else
-    snprintf(path, sizeof(path), "/run/netns/%s", ns);
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    E_ERROR("netstacklat: option \"NetworkNamespace\" \"%s\": %s: %s", ns,
-            path, ERRSTR(errno));
-    return -EINVAL;
-  }
-  netns_inum = (__u32)st.st_ino;
-  netns_path[0] = 0;
-  if (strcasecmp(ns, "host") != 0)
-    snprintf(netns_path, sizeof(netns_path), "%s", path);
-  return 0;
-}
-
 /* Interface names belong to a network namespace: look them up in the one
- * configured, from this thread only (setns changes the calling thread). */
-static int netns_enter(int *back) {
-  *back = -1;
-  if (!netns_path[0])
-    return 0;
-  int target = open(netns_path, O_RDONLY | O_CLOEXEC);
-  *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  int err = 0;
-  if (target < 0 || *back < 0 || setns(target, CLONE_NEWNET) != 0) {
-    err = -errno;
-    E_ERROR("netstacklat: cannot enter network namespace %s to look up "
-            "interfaces: %s",
-            netns_path, ERRSTR(err));
-    if (*back >= 0)
-      close(*back);
-    *back = -1;
-  }
-  if (target >= 0)
-    close(target);
-  return err;
-}
-
-static void netns_leave(int back) {
-  if (back < 0)
-    return;
-  if (setns(back, CLONE_NEWNET) != 0)
-    E_ERROR("netstacklat: cannot return to our network namespace: %s",
-            ERRSTR(errno));
-  close(back);
-}
-
+ * configured (collectd's own for "all"). */
 static int ifindexes(unsigned *out) {
-  int back, err = netns_enter(&back);
+  int back, err = netns_enter(&netns, FEATURE, &back);
   if (err)
     return err;
   for (size_t i = 0; i < cfg.nifaces; i++) {
     out[i] = if_nametoindex(cfg.ifaces[i]);
     if (out[i] == 0) {
       E_ERROR("netstacklat: option \"Interface\" \"%s\": no such interface%s%s.",
-              cfg.ifaces[i], netns_path[0] ? " in " : "",
-              netns_path[0] ? netns_path : "");
+              cfg.ifaces[i], netns.path[0] ? " in " : "", netns.path);
       err = -EINVAL;
     }
   }
-  netns_leave(back);
+  netns_leave(back, FEATURE);
   return err;
 }
 
-/* GroupBy interface: ifindex -> name, in the configured namespace. */
-struct if_name {
-  unsigned idx;
-  char name[IF_NAMESIZE];
+/* GroupBy interface: the names of this interval's groups, looked up every
+ * interval (an interface may have been renamed or deleted since), each in
+ * its namespace: the configured one, or with "all" the one in the group's
+ * upper half (collectd's own keeps plain names, another one's interfaces
+ * are <namespace>_<interface>). Sorted by group, so by namespace. */
+struct if_group {
+  uint64_t group;
+  char name[EBPF_NAME_LEN];
+  bool gone; /* no such interface or namespace any more */
 };
-static struct if_name *if_names;
-static size_t nif_names;
+static struct if_group *if_groups;
+static size_t nif_groups, cap_if_groups;
 
-static const char *if_name_of(unsigned idx) {
-  for (size_t i = 0; i < nif_names; i++)
-    if (if_names[i].idx == idx)
-      return if_names[i].name;
-  struct if_name n = {.idx = idx};
-  int back;
-  if (netns_enter(&back) != 0)
-    return NULL;
-  bool ok = if_indextoname(idx, n.name) != NULL;
-  netns_leave(back);
-  if (!ok)
-    return NULL;
-  struct if_name *t = realloc(if_names, (nif_names + 1) * sizeof(*t));
-  if (!t)
-    return NULL;
-  if_names = t;
-  if_names[nif_names++] = n;
-  return if_names[nif_names - 1].name;
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Name the groups [from, to) of one namespace, from inside it. */
+static void if_names_in(size_t from, size_t to, uint32_t ns) {
+  char nsname[64] = "";
+  int back = -1, err = 0;
+  bool own = netns.kind != NETNS_ALL || ns == netns_self_inum();
+  if (netns.kind == NETNS_NAMED) {
+    err = netns_enter(&netns, FEATURE, &back);
+  } else if (!own) {
+    int fd = netns_open_inum(ns, nsname, sizeof(nsname));
+    if (fd == -ENOENT) { /* the namespace is gone, and its interfaces */
+      for (size_t i = from; i < to; i++)
+        if_groups[i].gone = true;
+      return;
+    }
+    err = fd < 0 ? fd : netns_enter_fd(fd, &back);
+    if (fd >= 0)
+      close(fd);
+    if (!nsname[0])
+      snprintf(nsname, sizeof(nsname), "ns%u", ns);
+  }
+  for (size_t i = from; i < to; i++) {
+    unsigned idx = (unsigned)(if_groups[i].group & 0xffffffffu);
+    char ifn[IF_NAMESIZE + 16];
+    if (err || idx == 0 || !if_indextoname(idx, ifn)) {
+      /* ENXIO/ENODEV: deleted; ifindex 0: made locally, no device. */
+      if (!err && idx && (errno == ENXIO || errno == ENODEV)) {
+        if_groups[i].gone = true;
+        continue;
+      }
+      snprintf(ifn, sizeof(ifn), "if%u", idx);
+    }
+    char path[sizeof(nsname) + sizeof(ifn) + 1];
+    snprintf(path, sizeof(path), "%s%s%s", own ? "" : nsname, own ? "" : "/",
+             ifn);
+    instance_from_path(path, if_groups[i].name);
+  }
+  netns_leave(back, FEATURE);
+}
+
+static void if_names_refresh(const struct group_prev *cur, size_t n) {
+  if (n > cap_if_groups) {
+    struct if_group *t = realloc(if_groups, n * sizeof(*t));
+    if (!t)
+      return;
+    if_groups = t;
+    cap_if_groups = n;
+  }
+  nif_groups = 0;
+  for (size_t i = 0; i < n; i++)
+    if_groups[nif_groups++] = (struct if_group){.group = cur[i].key.group};
+  qsort(if_groups, nif_groups, sizeof(*if_groups), cmp_u64);
+  size_t u = 0;
+  for (size_t i = 0; i < nif_groups; i++)
+    if (u == 0 || if_groups[u - 1].group != if_groups[i].group)
+      if_groups[u++] = if_groups[i];
+  nif_groups = u;
+  for (size_t i = 0; i < nif_groups;) {
+    uint32_t ns = (uint32_t)(if_groups[i].group >> 32);
+    size_t j = i;
+    while (j < nif_groups && (uint32_t)(if_groups[j].group >> 32) == ns)
+      j++;
+    if_names_in(i, j, ns);
+    i = j;
+  }
 }
 
 static void netstacklat_shutdown(void);
 
 static int netstacklat_init(void) {
-  int err = resolve_netns();
+  int err = netns_resolve(cfg.netns, FEATURE, &netns);
   if (err)
     return err;
   unsigned ifidx[cfg.nifaces + 1];
@@ -658,7 +502,7 @@ static int netstacklat_init(void) {
     bpf_map_update_elem(fd, &idx, &one, BPF_ANY);
   }
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups && cg_filter_refresh(false) == 0)
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
@@ -713,9 +557,10 @@ static bool counts_hol(const char *inst) {
 
 static void dispatch(const char *inst, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
-  uint64_t d[HIST_NBUCKETS];
-  uint64_t n = hist_delta((const uint64_t *)now->bucket,
-                          (const uint64_t *)before->bucket, d);
+  uint64_t d[HIST_NBUCKETS], dsum;
+  uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
+                              (const uint64_t *)before->bucket, now->sum_ns,
+                              before->sum_ns, d, &dsum);
   /* The counters are cumulative and never reset while we run. */
   uint64_t total = hist_total((const uint64_t *)now->bucket);
   submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
@@ -723,7 +568,7 @@ static void dispatch(const char *inst, const struct nsl_hist *now,
     if (s != NSL_SKIP_HOL_BLOCKED || counts_hol(inst))
       submit_derive(FEATURE, inst, "operations", skip_names[s],
                     (int64_t)now->skipped[s]);
-  double sum = (double)(now->sum_ns - before->sum_ns);
+  double sum = (double)dsum;
   for (int i = 0; i < cfg.npct; i++)
     submit_gauge(FEATURE, inst, "latency", pct_names[i],
                  n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
@@ -747,26 +592,24 @@ static int cmp_gkey(const void *a, const void *b) {
 static bool group_name(const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
-    const char *n = k->group ? if_name_of((unsigned)k->group) : NULL;
-    char ifn[32];
-    if (!n) { /* gone, or ifindex 0 (locally generated) */
-      snprintf(ifn, sizeof(ifn), "if%llu", (unsigned long long)k->group);
-      n = ifn;
-    }
-    instance_from_path(n, buf);
+    const struct if_group *g =
+        nif_groups ? bsearch(&k->group, if_groups, nif_groups,
+                             sizeof(*if_groups), cmp_u64)
+                   : NULL;
+    if (!g || g->gone)
+      return false;
+    memcpy(buf, g->name, EBPF_NAME_LEN);
     return true;
   }
-  const char *rel = cg_name_of(k->group);
+  const char *rel = cgroup_tree_path(&cgroups, k->group);
   if (!rel && !*refreshed) {
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
     *refreshed = true;
-    rel = cg_name_of(k->group);
+    rel = cgroup_tree_path(&cgroups, k->group);
   }
   if (!rel)
     return false; /* the cgroup is gone */
-  if (!*rel)
-    rel = "root";
-  instance_from_path(rel, buf);
+  cgroup_name(rel, buf);
   return true;
 }
 
@@ -822,13 +665,17 @@ static void read_grouped(double elapsed) {
     sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
   }
   qsort(cur, n, sizeof(*cur), cmp_gkey);
+  if (cfg.groupby == NSL_GROUP_INTERFACE)
+    if_names_refresh(cur, n);
   bool refreshed = false;
+  size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
     char gname[EBPF_NAME_LEN], inst[DATA_MAX_NAME_LEN];
     if (!group_name(&cur[i].key, gname, &refreshed)) {
-      /* The group is gone: free its slot for new groups. */
+      /* The group is gone: free its slot for new groups, and forget its
+       * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       continue;
     }
@@ -837,10 +684,11 @@ static void read_grouped(double elapsed) {
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
     static const struct nsl_hist zero;
     dispatch(inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+    cur[kept++] = cur[i]; /* still sorted */
   }
   free(gprev);
   gprev = cur;
-  ngprev = n;
+  ngprev = kept;
 out:
   free(keys);
   free(vals);
@@ -855,7 +703,7 @@ static int netstacklat_read(void) {
   last_read = ts;
   set_tai_offset();
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
-    cg_names_refresh();
+    cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);
 
@@ -874,10 +722,14 @@ static int netstacklat_read(void) {
       dispatch(hook_names[h], &now, &prev[h], elapsed);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
-        E_WARNING("netstacklat: hook %s: more groups than MaxGroups %lld; "
-                  "events of further groups are only counted as "
-                  "operations-skipped-map_full. Raise MaxGroups.",
-                  hook_names[h], cfg.max_groups);
+        E_WARNING("netstacklat: hook %s: the group table is full "
+                  "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
+                  "shared by the hooks); events of further groups are only "
+                  "counted as operations-skipped-map_full. Raise MaxGroups.",
+                  hook_names[h], cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds) /
+                      (unsigned)cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds));
       warned_map_full = true;
       submit_derive(FEATURE, hook_names[h], "operations",
                     skip_names[NSL_SKIP_MAP_FULL],
@@ -902,17 +754,12 @@ static void netstacklat_shutdown(void) {
   free(gprev);
   gprev = NULL;
   ngprev = 0;
-  free(if_names);
-  if_names = NULL;
-  nif_names = 0;
+  free(if_groups);
+  if_groups = NULL;
+  nif_groups = cap_if_groups = 0;
   warned_map_full = false;
-  cg_names_clear();
-  free(cg_names);
-  cg_names = NULL;
-  cap_cg_names = 0;
-  free(cg_filter_ids);
-  cg_filter_ids = NULL;
-  ncg_filter = 0;
+  cgroup_tree_free(&cgroups);
+  cgroup_filter_free(&cg_filter);
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
   free(cfg.netns);

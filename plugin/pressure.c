@@ -3,6 +3,7 @@
  * cgroup v2 groups. Files are opened once and pread() every interval:
  * PSI files are seq_files, and a pread at offset 0 re-renders them without
  * the open/close (and path walk) of a fresh read. */
+#include "cgroup.h"
 #include "ebpf.h"
 #include "psi_parse.h"
 
@@ -64,28 +65,6 @@ bad:;
   return -1;
 }
 
-static int check_cgroup_glob(const char *g) {
-  const char *p = g;
-  while (*p == '/')
-    p++;
-  if (*p == 0) {
-    E_ERROR("invalid value \"%s\" for option \"Cgroup\" in block <Pressure>: "
-            "expected a cgroup path below the cgroup2 root, like "
-            "\"system.slice/*\".",
-            g);
-    return -1;
-  }
-  for (const char *s = p; *s; s++)
-    if ((s == p || s[-1] == '/') && s[0] == '.' && s[1] == '.' &&
-        (s[2] == '/' || s[2] == 0)) {
-      E_ERROR("invalid value \"%s\" for option \"Cgroup\" in block "
-              "<Pressure>: \"..\" is not allowed.",
-              g);
-      return -1;
-    }
-  return 0;
-}
-
 static int pressure_config(const oconfig_item_t *ci) {
   int errors = 0;
   bool seen_host = false, seen_res = false;
@@ -98,14 +77,8 @@ static int pressure_config(const oconfig_item_t *ci) {
       if (cfg_once(c, &seen_res) || parse_resources(c))
         errors++;
     } else if (strcasecmp(c->key, "Cgroup") == 0) {
-      size_t before = cfg.ncgroups;
-      if (cfg_strings_append(c, &cfg.cgroups, &cfg.ncgroups)) {
+      if (cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups))
         errors++;
-        continue;
-      }
-      for (size_t k = before; k < cfg.ncgroups; k++)
-        if (check_cgroup_glob(cfg.cgroups[k]))
-          errors++;
     } else {
       cfg_unknown(c, "Pressure");
       errors++;
@@ -235,7 +208,7 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
       return;
     }
   struct psi_source g = {.seen = true};
-  instance_from_path(rel, g.instance);
+  cgroup_name(rel, g.instance);
   if (group_open(&g, dir) == 0) {
     source_close(&g);
     if (!skipped_has(rel)) {

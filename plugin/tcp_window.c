@@ -5,11 +5,14 @@
 #define _GNU_SOURCE 1
 #include "ebpf.h"
 #include "loader.h"
+#include "netns.h"
 #include "tcp_window.h"
 #include "tcp_window.skel.h"
 #include "tcp_window_parse.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <linux/inet_diag.h>
@@ -32,6 +35,7 @@ static struct {
   long long threshold;
   double stalled_after;
   bool clamps, transitions, tcp_memory, stalled;
+  bool stalled_notify; /* a notification per socket that stalls and ends */
   char *netns; /* path of a network namespace file, or NULL */
 } cfg;
 
@@ -40,6 +44,7 @@ static void cfg_defaults(void) {
   cfg.threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
   cfg.stalled_after = 60;
   cfg.clamps = cfg.tcp_memory = cfg.stalled = true;
+  cfg.stalled_notify = true;
   /* Off by default: its sk_storage work takes the tracepoint flavour from
    * ~1.3x to ~2.2x an empty program (docs/tcp_window.md). */
   cfg.transitions = false;
@@ -51,7 +56,7 @@ static void cfg_defaults(void) {
 static int tcp_window_config(const oconfig_item_t *ci) {
   int errors = 0;
   bool seen_thr = false, seen_sa = false, seen_cl = false, seen_tm = false,
-       seen_st = false, seen_ns = false, seen_tr = false;
+       seen_st = false, seen_ns = false, seen_tr = false, seen_sn = false;
   cfg_defaults();
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
@@ -72,6 +77,8 @@ static int tcp_window_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen_tm) || cfg_bool(c, &cfg.tcp_memory);
     else if (strcasecmp(c->key, "StalledReceivers") == 0)
       st = cfg_once(c, &seen_st) || cfg_bool(c, &cfg.stalled);
+    else if (strcasecmp(c->key, "StalledNotifications") == 0)
+      st = cfg_once(c, &seen_sn) || cfg_bool(c, &cfg.stalled_notify);
     else if (strcasecmp(c->key, "NetworkNamespace") == 0)
       st = cfg_once(c, &seen_ns) || cfg_string(c, &cfg.netns);
     else
@@ -79,9 +86,20 @@ static int tcp_window_config(const oconfig_item_t *ci) {
     if (st)
       errors++;
   }
+  if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
+    E_ERROR("option \"NetworkNamespace\" \"all\" in block <" BLOCK "> "
+            "needs \"StalledReceivers false\": sock_diag reads one "
+            "namespace at a time; or name one namespace.");
+    errors++;
+  }
   if (!errors && !cfg.clamps && !cfg.tcp_memory && !cfg.stalled) {
     E_ERROR("block <" BLOCK "> has Clamps, TcpMemory and StalledReceivers "
             "all false: nothing to read.");
+    errors++;
+  }
+  if (!errors && seen_sn && cfg.stalled_notify && !cfg.stalled) {
+    E_ERROR("option \"StalledNotifications\" true in block <" BLOCK "> "
+            "needs StalledReceivers true.");
     errors++;
   }
   return errors ? -1 : 0;
@@ -324,11 +342,21 @@ static void diag_drain(void) {
 
 static bool diag_one_walk = true; /* until the kernel refuses it */
 
+static void st_begin(void);
+
+/* A count starts afresh; the per-socket callback stays, and what it
+ * gathered from an earlier, failed or interrupted, dump is dropped. */
+static void stall_acc_reset(struct stall_acc *acc) {
+  *acc = (struct stall_acc){.each = acc->each, .arg = acc->arg};
+  if (acc->each)
+    st_begin();
+}
+
 /* One whole count of the sockets into *acc. Returns 0 or a negative errno
  * (after one WARNING). */
 static int stalled_count(uint32_t ms, struct stall_acc *acc) {
   if (diag_one_walk) {
-    *acc = (struct stall_acc){0};
+    stall_acc_reset(acc);
     int err = diag_dump_both(ms, acc);
     if (err == 0)
       return 0;
@@ -344,7 +372,7 @@ static int stalled_count(uint32_t ms, struct stall_acc *acc) {
            "dump per address family.",
            ERRSTR(err));
   }
-  *acc = (struct stall_acc){0};
+  stall_acc_reset(acc);
   static const int fams[] = {AF_INET, AF_INET6};
   for (size_t i = 0; i < 2; i++) {
     int err = diag_dump(fams[i], ms, acc);
@@ -360,8 +388,365 @@ static int stalled_count(uint32_t ms, struct stall_acc *acc) {
   return 0;
 }
 
+/* ------------------------------------- stalled receivers: notifications */
+
+/* One WARNING when a socket becomes stalled, one OKAY when it no longer is
+ * (it read: "resumed") or is gone ("closed"). The sockets are tracked by
+ * their cookie from one read to the next; the owning process is looked up
+ * (from the socket's inode, in /proc/<pid>/fd) once, when the socket
+ * becomes stalled, so the cost follows the stalled sockets, not all of
+ * them. Both are bounded: */
+#define STALLED_TRACK_MAX 4096 /* beyond: counted, not notified */
+#define OWNER_SCAN_MAX_FDS 65536 /* /proc/<pid>/fd entries per read */
+
+static size_t st_track_max = STALLED_TRACK_MAX; /* the unit test lowers them */
+static size_t st_scan_max = OWNER_SCAN_MAX_FDS;
+
+struct st_entry {
+  uint64_t cookie;
+  uint32_t inode, rqueue, last_ms; /* rqueue, last_ms: when last stalled */
+  uint32_t seen_gen, stalled_gen; /* the last dump that saw it (stalled) */
+  int32_t pid;                     /* 0: no owner found */
+  char comm[17];                   /* "" when unknown */
+  char cgroup[EBPF_NAME_LEN];      /* "" when unknown */
+  char local[56], remote[56];      /* "[v6]:port" or "v4:port" */
+};
+
+struct st_cand {
+  struct diag_sock s;
+  int32_t pid;
+};
+
+static struct {
+  bool on;
+  struct st_entry *e; /* the tracked sockets */
+  size_t n, cap;
+  uint32_t *index; /* open addressing on the cookie: entry + 1, 0 empty */
+  size_t index_size;
+  struct st_cand *cand; /* newly stalled in this dump */
+  size_t ncand, cand_cap;
+  uint64_t overflow; /* stalled in this dump, neither tracked nor new */
+  bool overflow_warned;
+  uint32_t gen; /* the dump under way */
+} st;
+
+static size_t st_slot(uint64_t cookie) {
+  return (size_t)((cookie * 0x9e3779b97f4a7c15ull) >> 32) &
+         (st.index_size - 1);
+}
+
+static struct st_entry *st_find(uint64_t cookie) {
+  for (size_t h = st_slot(cookie);; h = (h + 1) & (st.index_size - 1)) {
+    uint32_t i = st.index[h];
+    if (!i)
+      return NULL;
+    if (st.e[i - 1].cookie == cookie)
+      return &st.e[i - 1];
+  }
+}
+
+static void st_reindex(void) {
+  memset(st.index, 0, st.index_size * sizeof(*st.index));
+  for (size_t i = 0; i < st.n; i++) {
+    size_t h = st_slot(st.e[i].cookie);
+    while (st.index[h])
+      h = (h + 1) & (st.index_size - 1);
+    st.index[h] = (uint32_t)i + 1;
+  }
+}
+
+static void st_begin(void) {
+  st.gen++;
+  st.ncand = 0;
+  st.overflow = 0;
+}
+
+/* stall_acc.each: every socket of the dump. */
+static void st_each(const struct diag_sock *s, void *arg) {
+  struct st_entry *e = st.n ? st_find(s->cookie) : NULL;
+  if (e) {
+    e->seen_gen = st.gen;
+    if (s->stalled) {
+      e->stalled_gen = st.gen;
+      e->rqueue = s->rqueue;
+      e->last_ms = s->last_data_recv;
+    }
+    return;
+  }
+  if (!s->stalled)
+    return;
+  /* Room is known once the dump has shown which tracked ones ended: up
+   * to the maximum are kept, and st_commit takes what fits. */
+  if (st.ncand >= st_track_max) {
+    st.overflow++;
+    return;
+  }
+  if (st.ncand == st.cand_cap) {
+    size_t cap = st.cand_cap ? 2 * st.cand_cap : 16;
+    struct st_cand *c = realloc(st.cand, cap * sizeof(*c));
+    if (!c) {
+      st.overflow++;
+      return;
+    }
+    st.cand = c;
+    st.cand_cap = cap;
+  }
+  st.cand[st.ncand++] = (struct st_cand){.s = *s};
+}
+
+static void st_addr(char out[56], uint8_t family, const uint8_t a[16],
+                    uint16_t port) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+  snprintf(out, 56, family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+}
+
+struct st_want {
+  uint32_t inode;
+  uint32_t i; /* index into the candidates */
+};
+
+static int st_want_cmp(const void *a, const void *b) {
+  const struct st_want *x = a, *y = b;
+  return x->inode < y->inode ? -1 : x->inode > y->inode;
+}
+
+/* The process holding each candidate's inode: one pass over
+ * /proc/<pid>/fd (whatever network namespace the socket lives in), until
+ * every inode is found or st_scan_max entries have been looked at. The
+ * first process found is the owner (a socket shared after fork has
+ * several). Returns the number of entries looked at. */
+static size_t st_owners(struct st_cand *c, size_t n) {
+  struct st_want *w = malloc(n * sizeof(*w));
+  if (!w)
+    return 0;
+  size_t nw = 0, found = 0, looked = 0;
+  for (size_t i = 0; i < n; i++)
+    if (c[i].s.inode) /* 0: no file refers to it (orphaned) */
+      w[nw++] = (struct st_want){.inode = c[i].s.inode, .i = (uint32_t)i};
+  qsort(w, nw, sizeof(*w), st_want_cmp);
+  DIR *proc = nw ? opendir("/proc") : NULL;
+  struct dirent *de;
+  while (proc && found < nw && looked < st_scan_max &&
+         (de = readdir(proc)) != NULL) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0)
+      continue;
+    char path[32];
+    snprintf(path, sizeof(path), "%ld/fd", pid);
+    int dfd = openat(dirfd(proc), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+      continue; /* exited, or a kernel thread */
+    DIR *fds = fdopendir(dfd);
+    if (!fds) {
+      close(dfd);
+      continue;
+    }
+    struct dirent *fe;
+    while (found < nw && looked < st_scan_max &&
+           (fe = readdir(fds)) != NULL) {
+      if (fe->d_name[0] == '.')
+        continue;
+      looked++;
+      char l[32];
+      ssize_t k = readlinkat(dfd, fe->d_name, l, sizeof(l) - 1);
+      if (k < 10 || memcmp(l, "socket:[", 8) != 0)
+        continue;
+      l[k] = 0;
+      struct st_want key = {.inode = (uint32_t)strtoul(l + 8, NULL, 10)};
+      struct st_want *hit = bsearch(&key, w, nw, sizeof(*w), st_want_cmp);
+      if (hit && c[hit->i].pid == 0) {
+        c[hit->i].pid = (int32_t)pid;
+        found++;
+      }
+    }
+    closedir(fds);
+  }
+  if (proc)
+    closedir(proc);
+  free(w);
+  return looked;
+}
+
+/* A small /proc/<pid>/<name> file into buf; its length, or -1. */
+static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
+                            size_t len) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n < 0)
+    return -1;
+  buf[n] = 0;
+  return n;
+}
+
+/* comm (control characters as '?', as ps shows them) and the cgroup2
+ * path named by the shared rule ("root" for the root cgroup). */
+static void st_describe(struct st_entry *e) {
+  char buf[4096];
+  e->comm[0] = e->cgroup[0] = 0;
+  if (e->pid <= 0)
+    return;
+  if (st_proc_read(e->pid, "comm", buf, sizeof(e->comm)) > 0) {
+    buf[strcspn(buf, "\n")] = 0;
+    for (char *p = buf; *p; p++)
+      if ((unsigned char)*p < ' ' || *p == 0x7f)
+        *p = '?';
+    memcpy(e->comm, buf, strlen(buf) + 1);
+  }
+  if (st_proc_read(e->pid, "cgroup", buf, sizeof(buf)) > 0) {
+    /* The cgroup2 line is "0::<path>". */
+    for (char *line = buf; line && *line;) {
+      char *nl = strchr(line, '\n');
+      if (nl)
+        *nl = 0;
+      if (strncmp(line, "0::", 3) == 0) {
+        const char *path = line + 3;
+        while (*path == '/')
+          path++;
+        instance_from_path(*path ? path : "root", e->cgroup);
+        break;
+      }
+      line = nl ? nl + 1 : NULL;
+    }
+  }
+}
+
+/* The notification of one socket (fields: README, "Notifications"). */
+static void st_notify(const struct st_entry *e, int severity,
+                      const char *what) {
+  struct ebpf_nfield f[10];
+  size_t n = 0;
+  f[n++] = NF_STR("receiver", what);
+  f[n++] = NF_STR("local", e->local);
+  f[n++] = NF_STR("remote", e->remote);
+  f[n++] = NF_UINT("recv_q", e->rqueue);
+  f[n++] = NF_DBL("stalled_s", e->last_ms / 1000.0);
+  f[n++] = NF_UINT("inode", e->inode);
+  if (e->pid > 0)
+    f[n++] = NF_INT("pid", e->pid);
+  if (e->comm[0])
+    f[n++] = NF_STR("comm", e->comm);
+  if (e->cgroup[0])
+    f[n++] = NF_STR("cgroup", e->cgroup);
+  if (cfg.netns)
+    f[n++] = NF_STR("netns", cfg.netns);
+  ebpf_notify(severity, FEATURE, "", "", "stalled_receiver", f, n);
+}
+
+static int st_cand_cmp(const void *a, const void *b) {
+  const struct st_cand *x = a, *y = b;
+  return x->s.cookie < y->s.cookie ? -1 : x->s.cookie > y->s.cookie;
+}
+
+static int st_cand_pid_cmp(const void *a, const void *b) {
+  const struct st_cand *x = a, *y = b;
+  if (x->pid != y->pid)
+    return x->pid < y->pid ? -1 : 1;
+  return st_cand_cmp(a, b);
+}
+
+/* After a whole dump: OKAY for the tracked sockets it did not see
+ * stalled, WARNING for the new ones. */
+static void st_commit(void) {
+  size_t w = 0, n0 = st.n;
+  for (size_t i = 0; i < st.n; i++) {
+    struct st_entry *e = &st.e[i];
+    if (e->stalled_gen == st.gen) {
+      if (w != i)
+        st.e[w] = *e;
+      w++;
+      continue;
+    }
+    st_notify(e, NOTIF_OKAY, e->seen_gen == st.gen ? "resumed" : "closed");
+  }
+  st.n = w;
+  if (st.ncand) {
+    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_cmp);
+    size_t u = 0; /* a socket is in a dump once; be sure */
+    for (size_t i = 0; i < st.ncand; i++)
+      if (!u || st.cand[u - 1].s.cookie != st.cand[i].s.cookie)
+        st.cand[u++] = st.cand[i];
+    st.ncand = u;
+    if (st.n + st.ncand > st_track_max) {
+      st.overflow += st.n + st.ncand - st_track_max;
+      st.ncand = st_track_max - st.n;
+    }
+    if (st.n + st.ncand > st.cap) {
+      size_t cap = st.n + st.ncand;
+      struct st_entry *e = realloc(st.e, cap * sizeof(*e));
+      if (!e) {
+        st.overflow += st.ncand;
+        st.ncand = 0;
+      } else {
+        st.e = e;
+        st.cap = cap;
+      }
+    }
+    st_owners(st.cand, st.ncand);
+    /* By owner, so that one process's sockets share one look at its
+     * comm and cgroup. */
+    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_pid_cmp);
+    for (size_t i = 0; i < st.ncand; i++) {
+      const struct diag_sock *s = &st.cand[i].s;
+      struct st_entry *e = &st.e[st.n++];
+      *e = (struct st_entry){.cookie = s->cookie,
+                             .inode = s->inode,
+                             .rqueue = s->rqueue,
+                             .last_ms = s->last_data_recv,
+                             .seen_gen = st.gen,
+                             .stalled_gen = st.gen,
+                             .pid = st.cand[i].pid};
+      st_addr(e->local, s->family, s->src, s->sport);
+      st_addr(e->remote, s->family, s->dst, s->dport);
+      if (i && e->pid > 0 && e[-1].pid == e->pid) {
+        memcpy(e->comm, e[-1].comm, sizeof(e->comm));
+        memcpy(e->cgroup, e[-1].cgroup, sizeof(e->cgroup));
+      } else {
+        st_describe(e);
+      }
+      st_notify(e, NOTIF_WARNING, "stalled");
+    }
+    st.ncand = 0;
+  }
+  if (st.n != n0 || w != n0)
+    st_reindex();
+  if (st.overflow && !st.overflow_warned)
+    E_WARNING(FEATURE ": more than %zu stalled receivers: the others are "
+              "counted but get no notifications until fewer are stalled.",
+              st_track_max);
+  st.overflow_warned = st.overflow != 0;
+}
+
+static void st_free(void) {
+  free(st.e);
+  free(st.index);
+  free(st.cand);
+  st = (typeof(st)){0};
+}
+
+static int st_init(void) {
+  st_free();
+  st.index_size = 16;
+  while (st.index_size < 2 * st_track_max)
+    st.index_size *= 2;
+  st.index = calloc(st.index_size, sizeof(*st.index));
+  if (!st.index) {
+    E_WARNING(FEATURE ": stalled-receiver notifications are off: out of "
+              "memory.");
+    return -ENOMEM;
+  }
+  st.on = true;
+  return 0;
+}
+
 static void stalled_read(void) {
-  struct stall_acc acc;
+  struct stall_acc acc = {.each = st.on ? st_each : NULL};
   uint32_t ms = (uint32_t)(cfg.stalled_after * 1000.0);
   /* A partial or failed count is not dispatched: it would read as a real
    * drop. A dump the kernel flags NLM_F_DUMP_INTR (its socket tables
@@ -380,6 +765,8 @@ static void stalled_read(void) {
       return;
     }
   }
+  if (st.on)
+    st_commit();
   submit_gauge(FEATURE, "", "count", "stalled_receivers", (double)acc.stalled);
   submit_gauge(FEATURE, "", "bytes", "stalled_receivers",
                (double)acc.stalled_bytes);
@@ -417,56 +804,9 @@ static int stalled_init(void) {
     diag_buf = NULL;
     return err;
   }
+  if (cfg.stalled_notify)
+    st_init(); /* without it, the counts run on */
   return 0;
-}
-
-/* -------------------------------------------------------------- netns */
-
-/* Open the files and sockets that belong to a network namespace while this
- * thread is in it: a netlink socket and /proc/net files stay bound to the
- * namespace they were opened in. */
-static int enter_netns(int *back) {
-  *back = -1;
-  if (!cfg.netns)
-    return 0;
-  /* A name under /run/netns (as `ip netns` makes them) or a path. */
-  char path[512];
-  snprintf(path, sizeof(path), "%s%s", cfg.netns[0] == '/' ? "" : "/run/netns/",
-           cfg.netns);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    int err = errno;
-    E_ERROR(FEATURE ": option \"NetworkNamespace\" \"%s\": %s: %s", cfg.netns,
-            path, ERRSTR(err));
-    if (fd >= 0)
-      close(fd);
-    return -EINVAL; /* names nothing real: a configuration error */
-  }
-  *back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (*back < 0 || setns(fd, CLONE_NEWNET) != 0) {
-    int err = -errno;
-    E_WARNING(FEATURE ": NetworkNamespace \"%s\": cannot enter it: %s; the "
-              "feature is disabled.",
-              cfg.netns, ERRSTR(err));
-    close(fd);
-    if (*back >= 0)
-      close(*back);
-    *back = -1;
-    return err;
-  }
-  close(fd);
-  netns_ino = (uint32_t)st.st_ino;
-  return 0;
-}
-
-static void leave_netns(int back) {
-  if (back < 0)
-    return;
-  if (setns(back, CLONE_NEWNET) != 0)
-    E_ERROR(FEATURE ": cannot return to collectd's network namespace: %s",
-            ERRSTR(errno));
-  close(back);
 }
 
 /* ---------------------------------------------------------------- feature */
@@ -474,13 +814,20 @@ static void leave_netns(int back) {
 static void tcp_window_shutdown(void);
 
 static int tcp_window_init(void) {
-  int back;
-  netns_ino = 0;
-  int err = enter_netns(&back);
+  struct netns ns;
+  int back, err = netns_resolve(cfg.netns, FEATURE, &ns);
   if (err)
     return err;
+  /* One meaning with netstacklat: without the option, collectd's own
+   * namespace; "all": clamps of every namespace (0 = no filter). */
+  netns_ino = ns.inum;
+  /* A netlink socket stays bound to the namespace it was opened in. */
+  if ((err = netns_enter(&ns, FEATURE, &back)) != 0) {
+    E_WARNING(FEATURE ": the feature is disabled.");
+    return err;
+  }
   stalled_on = cfg.stalled && stalled_init() == 0;
-  leave_netns(back);
+  netns_leave(back, FEATURE);
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
   tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;
@@ -519,6 +866,7 @@ static void tcp_window_shutdown(void) {
   diag_fd = -1;
   free(diag_buf);
   diag_buf = NULL;
+  st_free();
   clamps_on = tcp_memory_on = stalled_on = false;
   cfg_defaults();
 }

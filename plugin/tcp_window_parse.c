@@ -8,6 +8,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/tcp.h>
+#include <arpa/inet.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -161,8 +162,11 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
         return -EBADMSG;
       memcpy(&m, pl, sizeof(m));
       acc->sockets++;
-      if (m.idiag_state != 10 /* TCP_LISTEN */ && m.idiag_rqueue > 0) {
-        uint32_t last = 0;
+      if (m.idiag_state == 10 /* TCP_LISTEN */)
+        goto next;
+      uint32_t last = 0;
+      bool stalled = false;
+      if (m.idiag_rqueue > 0) {
         int st = find_last_data_recv(pl + NLMSG_ALIGN(sizeof(m)),
                                      pllen > NLMSG_ALIGN(sizeof(m))
                                          ? pllen - NLMSG_ALIGN(sizeof(m))
@@ -173,9 +177,26 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
         if (st == 0) {
           acc->no_info++;
         } else if (last > stalled_ms) {
+          stalled = true;
           acc->stalled++;
           acc->stalled_bytes += m.idiag_rqueue;
         }
+      }
+      if (acc->each) {
+        struct diag_sock s = {
+            .cookie = (uint64_t)m.id.idiag_cookie[0] |
+                      (uint64_t)m.id.idiag_cookie[1] << 32,
+            .inode = m.idiag_inode,
+            .rqueue = m.idiag_rqueue,
+            .last_data_recv = last,
+            .sport = ntohs(m.id.idiag_sport),
+            .dport = ntohs(m.id.idiag_dport),
+            .family = m.idiag_family,
+            .stalled = stalled,
+        };
+        memcpy(s.src, m.id.idiag_src, sizeof(s.src));
+        memcpy(s.dst, m.id.idiag_dst, sizeof(s.dst));
+        acc->each(&s, acc->arg);
       }
     }
     /* Other types (NLMSG_NOOP, NLMSG_OVERRUN...) carry nothing for us. */

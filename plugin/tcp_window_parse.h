@@ -21,7 +21,23 @@ int sockstat_tcp_mem(const char *buf, size_t len, uint64_t *pages);
  * Returns 0, -EINVAL when malformed, -ERANGE on overflow. */
 int tcp_mem_parse(const char *buf, size_t len, uint64_t out[3]);
 
+/* One socket of a dump, as the walk hands it to stall_acc.each. */
+struct diag_sock {
+  uint64_t cookie;         /* the kernel's socket cookie: unique per boot */
+  uint32_t inode;          /* 0 for a socket no file refers to */
+  uint32_t rqueue;         /* unread bytes (Recv-Q) */
+  uint32_t last_data_recv; /* ms since data last arrived; when stalled */
+  uint16_t sport, dport;   /* host order; sport is the local port */
+  uint8_t family;          /* AF_INET or AF_INET6 */
+  uint8_t stalled;         /* counted as stalled */
+  uint8_t src[16], dst[16]; /* network order; IPv4 in the first 4 bytes */
+};
+
 struct stall_acc {
+  /* Set by the caller (optional): called for every socket of ours that
+   * is not listening, stalled or not, in the order of the dump. */
+  void (*each)(const struct diag_sock *s, void *arg);
+  void *arg;
   uint64_t sockets;       /* inet_diag messages seen */
   uint64_t stalled;       /* unread data, nothing received for > limit */
   uint64_t stalled_bytes; /* sum of their idiag_rqueue */
@@ -39,7 +55,8 @@ struct stall_acc {
  * still walked and counted in acc->interrupted: the caller decides.
  * A socket counts as stalled when idiag_rqueue > 0 and
  * tcp_info.tcpi_last_data_recv > stalled_ms. Listening sockets (whose
- * rqueue is the accept backlog) are skipped.
+ * rqueue is the accept backlog) are skipped. acc->each, when set, sees
+ * every other socket of ours (interrupted dumps included).
  * Returns 1 when our NLMSG_DONE was seen (the dump is complete), 0 when
  * more is to come, -EBADMSG for a malformed buffer, or the negative errno
  * of our NLMSG_ERROR reply (-EPROTO if that errno is 0 or out of range). */

@@ -4,11 +4,12 @@
 #include "ebpf.h"
 
 #include <ctype.h>
-#include <glob.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ebpf_global ebpf_global;
 
@@ -266,82 +267,160 @@ void submit_derive(const char *plugin, const char *plugin_instance,
          (value_t){.derive = v});
 }
 
-/* ---------------------------------------------------------------- cgroup2 */
+/* ---------------------------------------------------------- notifications */
 
-static char *cg2_root;
-static bool cg2_looked;
-
-/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
-static void unescape_mount(char *s) {
-  char *o = s;
-  for (char *p = s; *p; p++) {
-    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
-        p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-      *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-      p += 3;
-    } else {
-      *o++ = *p;
-    }
-  }
-  *o = 0;
+/* Does a string value need quotes in a message? */
+static bool nf_needs_quotes(const char *s) {
+  if (!*s)
+    return true;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '\\')
+      return true;
+  return false;
 }
 
-const char *cgroup2_root(void) {
-  if (cg2_looked)
-    return cg2_root;
-  cg2_looked = true;
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  if (!f)
-    return NULL;
-  char line[4096];
-  while (fgets(line, sizeof(line), f)) {
-    /* id parent maj:min root mountpoint options [optional...] - fstype src */
-    char *sep = strstr(line, " - ");
-    if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-      continue;
-    char *save = NULL, *tok = strtok_r(line, " ", &save);
-    for (int i = 0; tok && i < 4; i++)
-      tok = strtok_r(NULL, " ", &save);
-    if (!tok)
-      continue;
-    unescape_mount(tok);
-    cg2_root = strdup(tok);
+/* One "key=value" into buf (NUL-terminated, cut at len - 1). Returns the
+ * length it has (or would have had). */
+struct nf_out {
+  char *buf;
+  size_t len, o; /* o counts on past len - 1: the length needed */
+};
+
+static void nf_put(struct nf_out *w, char c) {
+  if (w->len && w->o < w->len - 1)
+    w->buf[w->o] = c;
+  w->o++;
+}
+
+static size_t nf_render(char *buf, size_t len, const struct ebpf_nfield *f) {
+  struct nf_out w = {.buf = buf, .len = len};
+#define NF_PUT(c) nf_put(&w, (c))
+  for (const char *k = f->key; *k; k++)
+    NF_PUT(*k);
+  NF_PUT('=');
+  char num[40];
+  const char *v = num;
+  switch (f->type) {
+  case EBPF_NF_STRING:
+    v = f->v.s ? f->v.s : "";
+    if (nf_needs_quotes(v)) {
+      NF_PUT('"');
+      for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+          NF_PUT('\\');
+          NF_PUT((char)*p);
+        } else if (*p < ' ' || *p >= 0x7f) {
+          static const char hex[] = "0123456789abcdef";
+          NF_PUT('\\');
+          NF_PUT('x');
+          NF_PUT(hex[*p >> 4]);
+          NF_PUT(hex[*p & 15]);
+        } else {
+          NF_PUT((char)*p);
+        }
+      }
+      NF_PUT('"');
+      v = "";
+    }
+    break;
+  case EBPF_NF_SIGNED:
+    snprintf(num, sizeof(num), "%" PRId64, f->v.i);
+    break;
+  case EBPF_NF_UNSIGNED:
+    snprintf(num, sizeof(num), "%" PRIu64, f->v.u);
+    break;
+  case EBPF_NF_DOUBLE:
+    /* The fewest digits that read back as the same double: 2.104, not
+     * 2.1040000000000001. */
+    snprintf(num, sizeof(num), "%.15g", f->v.d);
+    if (strtod(num, NULL) != f->v.d && isfinite(f->v.d))
+      snprintf(num, sizeof(num), "%.17g", f->v.d);
     break;
   }
-  fclose(f);
-  return cg2_root;
+  for (; *v; v++)
+    NF_PUT(*v);
+#undef NF_PUT
+  if (len)
+    buf[w.o + 1 < len ? w.o : len - 1] = 0;
+  return w.o;
 }
 
-int cgroup2_glob(const char *pattern,
-                 void (*cb)(const char *dir, const char *rel, void *arg),
-                 void *arg) {
-  const char *root = cgroup2_root();
-  if (!root)
-    return -1;
-  size_t rootlen = strlen(root);
-  while (*pattern == '/')
-    pattern++;
-  char full[4096];
-  snprintf(full, sizeof(full), "%s/%s", root, pattern);
-  glob_t gl;
-  if (glob(full, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &gl) != 0)
+size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
+                          size_t n) {
+  static const char more[] = " ...";
+  size_t o = 0, i;
+  if (!len)
     return 0;
-  int n = 0;
-  for (size_t k = 0; k < gl.gl_pathc; k++) {
-    const char *rel = gl.gl_pathv[k] + rootlen;
-    while (*rel == '/')
-      rel++;
-    if (*rel == 0)
-      continue;
-    cb(gl.gl_pathv[k], rel, arg);
-    n++;
+  buf[0] = 0;
+  for (i = 0; i < n; i++) {
+    char one[NOTIF_MAX_MSG_LEN];
+    size_t flen = nf_render(one, sizeof(one), &f[i]);
+    size_t need = (o ? 1 : 0) + flen;
+    /* Room for this field, and for " ..." unless it is the last one. */
+    size_t room = len - 1 - o;
+    if (flen >= sizeof(one) || need > room ||
+        (i + 1 < n && need + sizeof(more) - 1 > room))
+      break;
+    if (o)
+      buf[o++] = ' ';
+    memcpy(buf + o, one, flen);
+    o += flen;
   }
-  globfree(&gl);
-  return n;
+  if (i < n && o + sizeof(more) <= len) {
+    memcpy(buf + o, o ? more : more + 1, sizeof(more) - (o ? 0 : 1));
+  } else {
+    buf[o] = 0;
+  }
+  return i;
 }
 
-void cgroup2_reset(void) {
-  free(cg2_root);
-  cg2_root = NULL;
-  cg2_looked = false;
+int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
+                const char *type, const char *type_instance,
+                const struct ebpf_nfield *f, size_t n) {
+  notification_t nt = {.severity = severity, .meta = NULL};
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  nt.time = TIME_T_TO_CDTIME_T(ts.tv_sec) +
+            TIME_T_TO_CDTIME_T(ts.tv_nsec) / 1000000000;
+  /* collectd fills in neither host nor time of a notification. */
+  name_copy(nt.host, hostname_g);
+  name_copy(nt.plugin, plugin);
+  name_copy(nt.plugin_instance, plugin_instance);
+  name_copy(nt.type, type);
+  name_copy(nt.type_instance, type_instance);
+  ebpf_notify_format(nt.message, sizeof(nt.message), f, n);
+  int err = 0;
+  for (size_t i = 0; i < n && !err; i++) {
+    switch (f[i].type) {
+    case EBPF_NF_STRING:
+      err = plugin_notification_meta_add_string(&nt, f[i].key,
+                                                f[i].v.s ? f[i].v.s : "");
+      break;
+    case EBPF_NF_SIGNED:
+      err = plugin_notification_meta_add_signed_int(&nt, f[i].key, f[i].v.i);
+      break;
+    case EBPF_NF_UNSIGNED:
+      err = plugin_notification_meta_add_unsigned_int(&nt, f[i].key,
+                                                      f[i].v.u);
+      break;
+    case EBPF_NF_DOUBLE:
+      err = plugin_notification_meta_add_double(&nt, f[i].key, f[i].v.d);
+      break;
+    }
+  }
+  if (err) {
+    /* Out of memory: the message alone rather than meta data that lacks
+     * some fields. */
+    E_ERROR("%s: notification meta data could not be allocated; sent "
+            "without it.",
+            plugin);
+    if (nt.meta)
+      plugin_notification_meta_free(nt.meta);
+    nt.meta = NULL;
+  }
+  int st = plugin_dispatch_notification(&nt);
+  /* collectd's free logs an ERROR for NULL. */
+  if (nt.meta)
+    plugin_notification_meta_free(nt.meta);
+  return st;
 }

@@ -37,6 +37,10 @@
 #define COLLECTD_ABI_OCONFIG_TYPE_NUMBER 1
 #define COLLECTD_ABI_OCONFIG_TYPE_BOOLEAN 2
 #define COLLECTD_ABI_CDTIME_SHIFT 30 /* cdtime_t: 2^-30 s units */
+#define COLLECTD_ABI_NOTIF_MAX_MSG_LEN 256 /* notification_t.message */
+#define COLLECTD_ABI_NOTIF_FAILURE 1       /* notification_t.severity */
+#define COLLECTD_ABI_NOTIF_WARNING 2
+#define COLLECTD_ABI_NOTIF_OKAY 4
 
 /* ---- time ---- */
 typedef uint64_t CABI_(cdtime_t);
@@ -74,6 +78,46 @@ typedef struct CABI_(value_list_s) {
   CABI_(meta_data_t) *meta;
 } CABI_(value_list_t);
 
+/* ---- notifications ---- */
+enum CABI_(notification_meta_type_e) {
+  CABI_(NM_TYPE_STRING),
+  CABI_(NM_TYPE_SIGNED_INT),
+  CABI_(NM_TYPE_UNSIGNED_INT),
+  CABI_(NM_TYPE_DOUBLE),
+  CABI_(NM_TYPE_BOOLEAN)
+};
+
+/* One typed name/value pair of a notification, in a list that the
+ * plugin_notification_meta_add_* functions allocate and append to, and
+ * plugin_notification_meta_free frees. nm_string is a copy the list owns. */
+typedef struct CABI_(notification_meta_s) {
+  char name[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  enum CABI_(notification_meta_type_e) type;
+  union {
+    const char *nm_string;
+    int64_t nm_signed_int;
+    uint64_t nm_unsigned_int;
+    double nm_double;
+    _Bool nm_boolean;
+  } nm_value;
+  struct CABI_(notification_meta_s) *next;
+} CABI_(notification_meta_t);
+
+/* What plugin_dispatch_notification hands to every notification plugin
+ * (synchronously, in the caller's thread). collectd fills in nothing:
+ * time and host are the plugin's to set. */
+typedef struct CABI_(notification_s) {
+  int severity; /* COLLECTD_ABI_NOTIF_* */
+  CABI_(cdtime_t) time;
+  char message[COLLECTD_ABI_NOTIF_MAX_MSG_LEN];
+  char host[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  char plugin[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  char plugin_instance[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  char type[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  char type_instance[COLLECTD_ABI_DATA_MAX_NAME_LEN];
+  CABI_(notification_meta_t) *meta;
+} CABI_(notification_t);
+
 /* ---- configuration tree (liboconfig) ---- */
 typedef struct CABI_(oconfig_value_s) {
   union {
@@ -95,18 +139,28 @@ struct CABI_(oconfig_item_s) {
 };
 
 /* ---- functions ----
- * F(return type, name, (parameter types)), with VL and OCI the types of
- * value_list_t and oconfig_item_t: abi_check.c expands the same list with
- * collectd's own types and assigns each function to a pointer of this
- * type, so a difference in any parameter is a compile error. */
-#define COLLECTD_ABI_FUNCTIONS(F, VL, OCI, CDT)                                \
+ * F(return type, name, (parameter types)), with VL, OCI, NT and NM the
+ * types of value_list_t, oconfig_item_t, notification_t and
+ * notification_meta_t: abi_check.c expands the same list with collectd's
+ * own types and assigns each function to a pointer of this type, so a
+ * difference in any parameter is a compile error. */
+#define COLLECTD_ABI_FUNCTIONS(F, VL, OCI, CDT, NT, NM)                        \
   F(int, plugin_register_complex_config, (const char *, int (*)(OCI *)))      \
   F(int, plugin_register_init, (const char *, int (*)(void)))                  \
   F(int, plugin_register_read, (const char *, int (*)(void)))                  \
   F(int, plugin_register_shutdown, (const char *, int (*)(void)))              \
   F(int, plugin_dispatch_values, (VL const *))                                 \
   F(void, plugin_log, (int, const char *, ...))                                \
-  F(CDT, plugin_get_interval, (void))
+  F(CDT, plugin_get_interval, (void))                                          \
+  F(int, plugin_dispatch_notification, (NT const *))                           \
+  F(int, plugin_notification_meta_add_string, (NT *, const char *,            \
+                                               const char *))                  \
+  F(int, plugin_notification_meta_add_signed_int, (NT *, const char *,        \
+                                                   int64_t))                   \
+  F(int, plugin_notification_meta_add_unsigned_int, (NT *, const char *,      \
+                                                     uint64_t))                \
+  F(int, plugin_notification_meta_add_double, (NT *, const char *, double))   \
+  F(int, plugin_notification_meta_free, (NM *))
 
 #ifndef COLLECTD_ABI_PREFIX
 typedef int (*plugin_init_cb)(void);
@@ -114,8 +168,12 @@ typedef int (*plugin_shutdown_cb)(void);
 
 #define COLLECTD_ABI_DECLARE(ret, name, args) ret name args;
 COLLECTD_ABI_FUNCTIONS(COLLECTD_ABI_DECLARE, value_list_t, oconfig_item_t,
-                       cdtime_t)
+                       cdtime_t, notification_t, notification_meta_t)
 #undef COLLECTD_ABI_DECLARE
+/* The daemon's one data symbol the plugin reads: the host name collectd
+ * puts into values (notifications get it from the plugin). A pointer since
+ * collectd 5.9; the package requires 5.12. */
+extern char *hostname_g;
 /* plugin_log checks its format like printf. */
 void plugin_log(int level, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -131,6 +189,10 @@ void plugin_log(int level, const char *format, ...)
 #define OCONFIG_TYPE_STRING COLLECTD_ABI_OCONFIG_TYPE_STRING
 #define OCONFIG_TYPE_NUMBER COLLECTD_ABI_OCONFIG_TYPE_NUMBER
 #define OCONFIG_TYPE_BOOLEAN COLLECTD_ABI_OCONFIG_TYPE_BOOLEAN
+#define NOTIF_MAX_MSG_LEN COLLECTD_ABI_NOTIF_MAX_MSG_LEN
+#define NOTIF_FAILURE COLLECTD_ABI_NOTIF_FAILURE
+#define NOTIF_WARNING COLLECTD_ABI_NOTIF_WARNING
+#define NOTIF_OKAY COLLECTD_ABI_NOTIF_OKAY
 
 #define VALUE_LIST_INIT {.values = NULL, .meta = NULL}
 #define TIME_T_TO_CDTIME_T(t) ((cdtime_t)(t) << COLLECTD_ABI_CDTIME_SHIFT)

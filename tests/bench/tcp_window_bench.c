@@ -6,6 +6,10 @@
  *   tcp_window_bench read [N]  wall time of the stalled-receivers read
  *                              (two sock_diag dumps), N rounds, for the
  *                              sockets that exist now in this netns
+ *   tcp_window_bench notify [N] the same read with N stalled receivers of
+ *                              its own: notifications off; the read in
+ *                              which all N become stalled (owner lookup in
+ *                              /proc, N WARNINGs); the reads after it
  *
  * Build: make build/tests/tcp_window_bench (root needed to run). */
 #include "../../plugin/tcp_window.c"
@@ -14,6 +18,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <time.h>
 
 
@@ -88,6 +93,58 @@ static void cost_of(const char *name, int n, bool transitions) {
   tcp_window_bpf__destroy(sk);
 }
 
+/* best and mean of `rounds` stalled reads, ms */
+static void time_reads(const char *what, int rounds, void (*before)(void)) {
+  double best = 1e9, sum = 0;
+  for (int i = 0; i < rounds; i++) {
+    if (before)
+      before();
+    mock_reset();
+    double t = now_s();
+    stalled_read();
+    t = now_s() - t;
+    sum += t;
+    if (t < best)
+      best = t;
+  }
+  const struct mock_value *v =
+      mock_find("tcp_window", "", "count", "stalled_receivers");
+  printf("%-44s best %7.2f ms, mean %7.2f ms over %d (stalled: %g)\n", what,
+         best * 1e3, sum / rounds * 1e3, rounds, v ? v->v.gauge : -1.0);
+}
+
+/* Tracking starts afresh: every stalled socket is new to the next read. */
+static void forget_all(void) {
+  if (st_init())
+    exit(1);
+}
+
+/* n loopback connections whose receivers hold 100 unread bytes. */
+static void stalled_sockets(int n) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof(a);
+  if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 128) ||
+      getsockname(ls, (struct sockaddr *)&a, &al)) {
+    perror("listen");
+    exit(1);
+  }
+  char b[100] = {0};
+  for (int i = 0; i < n; i++) {
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) ||
+        accept(ls, NULL, NULL) < 0 || write(c, b, sizeof(b)) != sizeof(b)) {
+      perror("connection");
+      exit(1);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -107,6 +164,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "read") == 0) {
     cfg_defaults();
+    cfg.stalled_notify = false; /* the dump alone; `notify` for the rest */
     if (stalled_init())
       return 1;
     n = n ? n : 20;
@@ -127,6 +185,28 @@ int main(int argc, char **argv) {
            best * 1e3, sum / n * 1e3, n, v ? v->v.gauge : -1.0);
     return 0;
   }
-  fprintf(stderr, "usage: %s cost|read [N]\n", argv[0]);
+  if (strcmp(mode, "notify") == 0) {
+    n = n ? n : 1000;
+    cfg_defaults();
+    cfg.stalled_after = 0.001;
+    cfg.stalled_notify = false; /* on from forget_all() */
+    if (stalled_init())
+      return 1;
+    stalled_sockets(n);
+    usleep(50000);
+    char what[80];
+    snprintf(what, sizeof(what), "%d stalled, notifications off:", n);
+    time_reads(what, 20, NULL);
+    snprintf(what, sizeof(what), "%d stalled, the read that notifies them:", n);
+    time_reads(what, 10, forget_all);
+    printf("  (notifications: %d dispatched to the mock, first has pid: %s)\n",
+           mock_nnotif,
+           mock_nnotif && mock_nmeta_find(&mock_notifs[0], "pid") ? "yes"
+                                                                   : "no");
+    snprintf(what, sizeof(what), "%d stalled, tracked, reads after:", n);
+    time_reads(what, 20, NULL);
+    return 0;
+  }
+  fprintf(stderr, "usage: %s cost|read|notify [N]\n", argv[0]);
   return 2;
 }

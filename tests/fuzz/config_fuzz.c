@@ -12,7 +12,7 @@ static const char *const keys[] = {
     "Buckets",    "Interface", "NetworkNamespace", "GroupBy", "MinQueueLength",
     "IncludeHOLBlocked", "MaxGroups", "EnableTimestamps", "WindowClamp",
     "Threshold",  "StalledAfter", "Clamps", "ClampTransitions", "TcpMemory",
-    "StalledReceivers", "Bogus", "",
+    "StalledReceivers", "StalledNotifications", "Bogus", "",
 };
 static const char *const strs[] = {
     "auto", "fentry", "cpu", "irq", "system.slice/*", "../x", "", "true",

@@ -7,6 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The per-socket callback sees each counted socket once: its stalled
+ * ones add up to the count. */
+struct seen {
+  uint64_t sockets, stalled, bytes;
+};
+static void each(const struct diag_sock *s, void *arg) {
+  struct seen *n = arg;
+  n->sockets++;
+  if (s->stalled) {
+    n->stalled++;
+    n->bytes += s->rqueue;
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
@@ -30,9 +44,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t seq = 0;
     if (size >= 12)
       memcpy(&seq, (const uint8_t *)buf + 8, sizeof(seq));
-    struct stall_acc acc = {0};
+    struct seen n = {0};
+    struct stall_acc acc = {.each = each, .arg = &n};
     sockdiag_walk(buf, size, seq, 1000, &acc);
-    if (acc.stalled > acc.sockets)
+    if (acc.stalled > acc.sockets || n.sockets > acc.sockets ||
+        n.stalled != acc.stalled || n.bytes != acc.stalled_bytes)
       abort();
   }
   free(buf);

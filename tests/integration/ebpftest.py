@@ -75,7 +75,8 @@ class Collectd:
     """One collectd process with the plugin; `ebpf_conf` is the body of
     <Plugin ebpf>. Values are read back from the csv plugin's files."""
 
-    def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True, wrapper=()):
+    def __init__(self, ebpf_conf, interval=1, extra="", load_ebpf=True, wrapper=(),
+                 stock=()):
         self.wrapper = list(wrapper)  # e.g. setpriv with fewer capabilities
         self.dir = tempfile.mkdtemp(prefix="ebpf-test-")
         self.interval = interval
@@ -84,7 +85,7 @@ class Collectd:
         self.csvdir = os.path.join(self.dir, "csv")
         plugins = os.path.join(self.dir, "plugins")
         os.makedirs(plugins)
-        for p in ("logfile", "csv", "unixsock"):
+        for p in ("logfile", "csv", "unixsock") + tuple(stock):
             shutil.copy(os.path.join(STOCK, p + ".so"), plugins)
         shutil.copy(PLUGIN_SO, plugins)
         self.conf = os.path.join(self.dir, "collectd.conf")
@@ -195,6 +196,68 @@ LoadPlugin csv
     def prog_ids(self):
         """IDs of the BPF programs the collectd process holds."""
         return held_prog_ids(self.proc.pid)
+
+
+class NotificationSink:
+    """Notifications as collectd's exec plugin hands them to a
+    NotificationExec program: one file each, "Key: value" header lines
+    (Severity, Time, Host, Plugin, PluginInstance, Type, TypeInstance, then
+    one line per meta data field: strings as they are, integers in decimal,
+    doubles as %e), an empty line, the message. exec refuses to run
+    programs as root, so the program runs as `nobody` and writes into a
+    directory of its own. Pass stock=("exec",) and extra=sink.conf() to
+    Collectd."""
+
+    def __init__(self, user="nobody"):
+        self.user = user
+        self.dir = tempfile.mkdtemp(prefix="ebpf-notif-")
+        os.chmod(self.dir, 0o1777)
+        self.script = os.path.join(self.dir, "catch.sh")
+        with open(self.script, "w") as f:
+            f.write('#!/bin/sh\ncat > "%s/.n.$$" && mv "%s/.n.$$" "%s/n.$$"\n'
+                    % (self.dir, self.dir, self.dir))
+        os.chmod(self.script, 0o755)
+
+    def conf(self):
+        return ('LoadPlugin exec\n<Plugin exec>\n  NotificationExec "%s" "%s"\n'
+                '</Plugin>\n' % (self.user, self.script))
+
+    def read(self):
+        """Every notification so far, oldest first, as dicts of the header
+        fields (values as text) with the message under "message"."""
+        out = []
+        for fn in glob.glob(os.path.join(self.dir, "n.*")):
+            with open(fn, errors="replace") as f:
+                head, _, msg = f.read().partition("\n\n")
+            d = {}
+            for line in head.splitlines():
+                k, _, v = line.partition(": ")
+                d[k] = v
+            d["message"] = msg.rstrip("\n")
+            out.append(d)
+        out.sort(key=lambda d: float(d.get("Time", 0)))
+        return out
+
+    def remove(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def name_rule(path):
+    """The README's naming rule for a cgroup, written again from its text:
+    lower case, outside [a-z0-9_.] -> "_"; over 96 characters,
+    <head>..<fnv1a32 of the path, 8 hex>_<leaf, at most 48>, 96 in all."""
+    path = path.strip("/")
+
+    def clean(s):
+        return "".join(c if c in "abcdefghijklmnopqrstuvwxyz0123456789_." else "_"
+                       for c in s.lower())
+    if len(path) <= 96:
+        return clean(path)
+    h = 2166136261
+    for b in path.encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    leaf = path.rsplit("/", 1)[-1][:48]
+    return clean(path[:96 - 11 - len(leaf)]) + "..%08x_" % h + clean(leaf)
 
 
 def held_prog_ids(pid):

@@ -8,6 +8,17 @@
   tcpw_traffic.py stall PORT BYTES     sender sends BYTES and stops, reader
                                        does not read; on "read" from stdin the
                                        reader drains them; exits on EOF
+  tcpw_traffic.py recv PORT COMM       receiver alone, named COMM (its comm,
+                                       as with prctl(PR_SET_NAME)): prints
+                                       "listening PID", accepts one
+                                       connection without reading, prints
+                                       "accepted INODE PEERPORT"; then on
+                                       stdin "read" drains what is queued
+                                       ("drained N"), "close" closes the
+                                       socket unread ("closed"); exits on EOF
+  tcpw_traffic.py send PORT BYTES      sender: connects, sends BYTES, prints
+                                       "sent LOCALPORT", holds the
+                                       connection until stdin ends
 """
 import socket
 import sys
@@ -69,9 +80,49 @@ def stall(port, nbytes):
     c.close()
 
 
+def recv(port, comm):
+    import os
+    import select
+    with open("/proc/self/comm", "w") as f:
+        f.write(comm)
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(1)
+    print("listening %d" % os.getpid(), flush=True)
+    c, peer = ls.accept()
+    ls.close()
+    print("accepted %d %d" % (os.fstat(c.fileno()).st_ino, peer[1]), flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "read":
+            got = 0
+            while select.select([c], [], [], 0.2)[0]:
+                n = len(c.recv(1 << 16))
+                if not n:
+                    break
+                got += n
+            print("drained %d" % got, flush=True)
+        elif cmd == "close":
+            c.close()
+            print("closed", flush=True)
+
+
+def send(port, nbytes):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"s" * nbytes)
+    print("sent %d" % s.getsockname()[1], flush=True)
+    sys.stdin.read()
+    s.close()
+
+
 if __name__ == "__main__":
     mode, port = sys.argv[1], int(sys.argv[2])
-    if mode == "stall":
+    if mode == "recv":
+        recv(port, sys.argv[3])
+    elif mode == "send":
+        send(port, int(sys.argv[3]))
+    elif mode == "stall":
         stall(port, int(sys.argv[3]))
     else:
         bulk(port, float(sys.argv[3]), mode == "clamp")

@@ -95,6 +95,7 @@ static const struct kcase cases[] = {
     S1("Netstacklat", "Buckets", "sometimes", false),
     S1("Netstacklat", "Cgroup", "system.slice", true),
     S1("Netstacklat", "Cgroup", "a/../b", false),
+    S1("Netstacklat", "Cgroup", "/", false),
     S1("Netstacklat", "Interface", "eth0", true),
     S1("Netstacklat", "Interface", "a-very-long-interface-name", false),
     S1("Netstacklat", "Interface", "a/b", false),
@@ -127,7 +128,13 @@ static const struct kcase cases[] = {
     B1("WindowClamp", "TcpMemory", 1, true),
     B1("WindowClamp", "StalledReceivers", 1, true),
     N1("WindowClamp", "StalledReceivers", 1, false),
+    B1("WindowClamp", "StalledNotifications", 0, true),
+    S1("WindowClamp", "StalledNotifications", "off", true),
+    N1("WindowClamp", "StalledNotifications", 1, false),
+    S1("WindowClamp", "StalledNotifications", "sometimes", false),
     S1("WindowClamp", "NetworkNamespace", "x", true),
+    /* sock_diag reads one namespace: "all" needs StalledReceivers false */
+    S1("WindowClamp", "NetworkNamespace", "all", false),
     B1("WindowClamp", "Thresold", 1, false),
 };
 
@@ -162,6 +169,27 @@ DEF_TEST(repeated_key_refused) {
   CHECK(mock_log_find(LOG_ERR, "\"AttachMode\" given more than once") >= 0);
   ebpf_shutdown();
   mock_ci_free(root);
+  return 0;
+}
+
+/* Notifications come from the stalled-receiver scan: asking for them
+ * with the scan off is an error; leaving the default is not. */
+DEF_TEST(stalled_notifications_need_the_scan) {
+  for (int explicit_on = 0; explicit_on < 2; explicit_on++) {
+    oconfig_item_t *root = mock_ci("Plugin");
+    oconfig_item_t *b = mock_ci("WindowClamp");
+    mock_child(b, mock_bool(mock_ci("StalledReceivers"), 0));
+    if (explicit_on)
+      mock_child(b, mock_bool(mock_ci("StalledNotifications"), 1));
+    mock_child(root, b);
+    mock_reset();
+    ebpf_config(root);
+    CHECK_EQ_INT(explicit_on, config_errors);
+    CHECK((mock_log_find(LOG_ERR, "\"StalledNotifications\"") >= 0) ==
+          explicit_on);
+    ebpf_shutdown();
+    mock_ci_free(root);
+  }
   return 0;
 }
 
@@ -288,6 +316,7 @@ static const struct bkey bkeys[] = {
     {"WindowClamp", "ClampTransitions", VB(1), VN(5), VS("maybe"), false},
     {"WindowClamp", "TcpMemory", VB(1), VN(5), VS("maybe"), false},
     {"WindowClamp", "StalledReceivers", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "StalledNotifications", VB(1), VN(5), VS("maybe"), false},
     {"WindowClamp", "NetworkNamespace", VS("x"), VN(1), VS("no-such-netns-ebpf-test"), false},
 };
 
@@ -469,6 +498,7 @@ int main(void) {
   tl_prog = "config";
   RUN_TEST(every_key_good_and_bad);
   RUN_TEST(repeated_key_refused);
+  RUN_TEST(stalled_notifications_need_the_scan);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);
   RUN_TEST(bad_wrong_type);

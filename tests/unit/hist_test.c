@@ -357,6 +357,25 @@ DEF_TEST(quantile_empty_and_edges) {
   return 0;
 }
 
+/* The sum follows the buckets' reset, and a reset the sum alone shows
+ * resets the buckets' delta too. */
+DEF_TEST(delta_sum_reset_aware) {
+  uint64_t prev[HIST_NBUCKETS] = {0}, now[HIST_NBUCKETS] = {0},
+           out[HIST_NBUCKETS], dsum;
+  prev[3] = 10;
+  now[3] = 14;
+  CHECK_EQ_U64(4, hist_delta_sum(now, prev, 1400, 1000, out, &dsum));
+  CHECK_EQ_U64(400, dsum);
+  now[3] = 2; /* bucket went down */
+  CHECK_EQ_U64(2, hist_delta_sum(now, prev, 200, 1000, out, &dsum));
+  CHECK_EQ_U64(200, dsum);
+  now[3] = 12; /* buckets up, sum down: a reset too */
+  CHECK_EQ_U64(12, hist_delta_sum(now, prev, 900, 1000, out, &dsum));
+  CHECK_EQ_U64(900, dsum);
+  CHECK_EQ_U64(12, out[3]);
+  return 0;
+}
+
 int main(void) {
   tl_prog = "hist";
   RUN_TEST(bucket_bounds);
@@ -364,6 +383,7 @@ int main(void) {
   RUN_TEST(bucket_of_boundaries);
   RUN_TEST(bucket_of_random);
   RUN_TEST(total_and_delta);
+  RUN_TEST(delta_sum_reset_aware);
   RUN_TEST(quantile_random);
   RUN_TEST(quantile_small_random);
   RUN_TEST(quantile_single_bucket);

@@ -15,9 +15,122 @@ int mock_log_sev[MOCK_MAX_LOG];
 int mock_nlog;
 int mock_verbose;
 
+struct mock_notif mock_notifs[MOCK_MAX_NOTIF];
+int mock_nnotif;
+int mock_nmeta_live;
+int mock_nmeta_fail_at;
+char *hostname_g = "mockhost";
+
 void mock_reset(void) {
   mock_nvalues = 0;
   mock_nlog = 0;
+  mock_nnotif = 0;
+  mock_nmeta_fail_at = 0;
+}
+
+int plugin_dispatch_notification(const notification_t *n) {
+  if (getenv("MOCK_VERBOSE"))
+    fprintf(stderr, "[notification %d] %s\n", n->severity, n->message);
+  if (mock_nnotif >= MOCK_MAX_NOTIF)
+    return -1;
+  struct mock_notif *m = &mock_notifs[mock_nnotif++];
+  memset(m, 0, sizeof(*m));
+  m->n = *n;
+  m->n.meta = NULL;
+  for (const notification_meta_t *p = n->meta;
+       p && m->nmeta < MOCK_MAX_NMETA; p = p->next) {
+    struct mock_nmeta *c = &m->meta[m->nmeta++];
+    snprintf(c->name, sizeof(c->name), "%s", p->name);
+    c->type = p->type;
+    if (p->type == NM_TYPE_STRING)
+      snprintf(c->s, sizeof(c->s), "%s", p->nm_value.nm_string);
+    else if (p->type == NM_TYPE_SIGNED_INT)
+      c->i = p->nm_value.nm_signed_int;
+    else if (p->type == NM_TYPE_UNSIGNED_INT)
+      c->u = p->nm_value.nm_unsigned_int;
+    else if (p->type == NM_TYPE_DOUBLE)
+      c->d = p->nm_value.nm_double;
+  }
+  return 0;
+}
+
+const struct mock_nmeta *mock_nmeta_find(const struct mock_notif *m,
+                                         const char *name) {
+  for (int i = 0; i < m->nmeta; i++)
+    if (!strcmp(m->meta[i].name, name))
+      return &m->meta[i];
+  return NULL;
+}
+
+/* Appends like collectd's: a calloc'ed node at the tail, strings copied. */
+static notification_meta_t *meta_append(notification_t *n, const char *name,
+                                        int type) {
+  if (mock_nmeta_fail_at > 0 && --mock_nmeta_fail_at == 0)
+    return NULL;
+  notification_meta_t *m = calloc(1, sizeof(*m));
+  if (!m)
+    return NULL;
+  snprintf(m->name, sizeof(m->name), "%s", name);
+  m->type = type;
+  notification_meta_t **tail = &n->meta;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = m;
+  mock_nmeta_live++;
+  return m;
+}
+
+int plugin_notification_meta_add_string(notification_t *n, const char *name,
+                                        const char *value) {
+  notification_meta_t *m = meta_append(n, name, NM_TYPE_STRING);
+  if (!m)
+    return -1;
+  m->nm_value.nm_string = strdup(value);
+  return 0;
+}
+
+int plugin_notification_meta_add_signed_int(notification_t *n,
+                                            const char *name, int64_t value) {
+  notification_meta_t *m = meta_append(n, name, NM_TYPE_SIGNED_INT);
+  if (!m)
+    return -1;
+  m->nm_value.nm_signed_int = value;
+  return 0;
+}
+
+int plugin_notification_meta_add_unsigned_int(notification_t *n,
+                                              const char *name,
+                                              uint64_t value) {
+  notification_meta_t *m = meta_append(n, name, NM_TYPE_UNSIGNED_INT);
+  if (!m)
+    return -1;
+  m->nm_value.nm_unsigned_int = value;
+  return 0;
+}
+
+int plugin_notification_meta_add_double(notification_t *n, const char *name,
+                                        double value) {
+  notification_meta_t *m = meta_append(n, name, NM_TYPE_DOUBLE);
+  if (!m)
+    return -1;
+  m->nm_value.nm_double = value;
+  return 0;
+}
+
+int plugin_notification_meta_free(notification_meta_t *n) {
+  if (!n) {
+    plugin_log(LOG_ERR, "plugin_notification_meta_free: n == NULL!");
+    return -1;
+  }
+  while (n) {
+    notification_meta_t *next = n->next;
+    if (n->type == NM_TYPE_STRING)
+      free((char *)n->nm_value.nm_string);
+    free(n);
+    mock_nmeta_live--;
+    n = next;
+  }
+  return 0;
 }
 
 void plugin_log(int level, const char *format, ...) {

@@ -17,6 +17,31 @@ extern int mock_log_sev[MOCK_MAX_LOG];
 extern int mock_nlog;
 extern int mock_verbose;
 
+/* Notifications dispatched, each with a copy of its meta data. */
+#define MOCK_MAX_NOTIF 64
+#define MOCK_MAX_NMETA 24
+struct mock_nmeta {
+  char name[DATA_MAX_NAME_LEN];
+  int type; /* NM_TYPE_* */
+  char s[256];
+  int64_t i;
+  uint64_t u;
+  double d;
+};
+struct mock_notif {
+  notification_t n; /* n.meta is NULL in the copy */
+  int nmeta;
+  struct mock_nmeta meta[MOCK_MAX_NMETA];
+};
+extern struct mock_notif mock_notifs[MOCK_MAX_NOTIF];
+extern int mock_nnotif;
+/* notification_meta_t allocated and not yet freed (leak check). */
+extern int mock_nmeta_live;
+/* When > 0, the n-th plugin_notification_meta_add_* from now fails. */
+extern int mock_nmeta_fail_at;
+const struct mock_nmeta *mock_nmeta_find(const struct mock_notif *m,
+                                         const char *name);
+
 void mock_reset(void);
 const struct mock_value *mock_find(const char *plugin, const char *pi,
                                    const char *type, const char *ti);

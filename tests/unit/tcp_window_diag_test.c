@@ -14,6 +14,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/tcp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 
@@ -45,6 +46,44 @@ static void add_sock(struct dgram *d, uint32_t seq, uint16_t flags,
   struct tcp_info ti;
   memset(&ti, 0, sizeof(ti));
   ti.tcpi_last_data_recv = 600000;
+  struct rtattr a = {.rta_len = (unsigned short)RTA_LENGTH(sizeof(ti)),
+                     .rta_type = INET_DIAG_INFO};
+  put(d, &a, sizeof(a));
+  put(d, &ti, sizeof(ti));
+  uint32_t len = (uint32_t)(d->len - start);
+  memcpy(d->b + start, &len, sizeof(len));
+}
+
+/* A socket with everything the notifications name. */
+struct sock_desc {
+  uint64_t cookie;
+  uint32_t inode, rqueue, last_ms;
+  uint8_t family;
+  const char *src, *dst;
+  uint16_t sport, dport;
+};
+
+static void add_sock_full(struct dgram *d, uint32_t seq, uint16_t flags,
+                          const struct sock_desc *k) {
+  size_t start = d->len;
+  struct nlmsghdr h = {.nlmsg_type = TCPDIAG_GETSOCK,
+                       .nlmsg_flags = NLM_F_MULTI | flags,
+                       .nlmsg_seq = seq};
+  put(d, &h, sizeof(h));
+  struct inet_diag_msg m = {.idiag_family = k->family,
+                            .idiag_state = 1,
+                            .idiag_rqueue = k->rqueue,
+                            .idiag_inode = k->inode};
+  m.id.idiag_sport = htons(k->sport);
+  m.id.idiag_dport = htons(k->dport);
+  m.id.idiag_cookie[0] = (uint32_t)k->cookie;
+  m.id.idiag_cookie[1] = (uint32_t)(k->cookie >> 32);
+  inet_pton(k->family, k->src, m.id.idiag_src);
+  inet_pton(k->family, k->dst, m.id.idiag_dst);
+  put(d, &m, sizeof(m));
+  struct tcp_info ti;
+  memset(&ti, 0, sizeof(ti));
+  ti.tcpi_last_data_recv = k->last_ms;
   struct rtattr a = {.rta_len = (unsigned short)RTA_LENGTH(sizeof(ti)),
                      .rta_type = INET_DIAG_INFO};
   put(d, &a, sizeof(a));
@@ -228,11 +267,224 @@ DEF_TEST(silent_kernel_does_not_block) {
   return 0;
 }
 
+
+/* ---------------------------------------------------- notifications */
+
+/* One dump (the next request's) of the given sockets; then a read. */
+static void read_with(const struct sock_desc *k, size_t n) {
+  uint32_t seq = diag_seq + 1;
+  struct dgram d = {.len = 0};
+  for (size_t i = 0; i < n; i++)
+    add_sock_full(&d, seq, 0, &k[i]);
+  add_done(&d, seq, 0);
+  queue(&d);
+  stalled_read();
+  uint32_t seqs[8];
+  requests(seqs);
+}
+
+static const char *meta_s(const struct mock_notif *m, const char *k) {
+  const struct mock_nmeta *x = mock_nmeta_find(m, k);
+  return x && x->type == NM_TYPE_STRING ? x->s : NULL;
+}
+
+/* Our own cgroup2 path below the root, named by the shared rule. */
+static void own_cgroup(char out[EBPF_NAME_LEN]) {
+  char buf[4096];
+  out[0] = 0;
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(buf, sizeof(buf), f))
+    if (!strncmp(buf, "0::", 3)) {
+      buf[strcspn(buf, "\n")] = 0;
+      const char *p = buf + 3;
+      while (*p == '/')
+        p++;
+      instance_from_path(*p ? p : "root", out);
+    }
+  if (f)
+    fclose(f);
+}
+
+/* A socket that stalls gets one WARNING naming it and its owner (this
+ * process: a real socket's inode), nothing more while it stays stalled,
+ * and one OKAY "resumed" when it is seen again without being stalled. */
+DEF_TEST(stall_warning_then_resumed_okay) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct stat sb;
+  CHECK(fd >= 0 && fstat(fd, &sb) == 0);
+  prctl(PR_SET_NAME, "stall rcv\"1");
+  char cg[EBPF_NAME_LEN];
+  own_cgroup(cg);
+  struct sock_desc k = {.cookie = 0x1234567890ull, .inode = (uint32_t)sb.st_ino,
+                        .rqueue = 5000, .last_ms = 600000, .family = AF_INET,
+                        .src = "10.1.2.3", .dst = "10.9.8.7", .sport = 8080,
+                        .dport = 54321};
+  read_with(&k, 1);
+  CHECK_EQ_INT(1, mock_nnotif);
+  const struct mock_notif *m = &mock_notifs[0];
+  char want[NOTIF_MAX_MSG_LEN];
+  snprintf(want, sizeof(want),
+           "receiver=stalled local=10.1.2.3:8080 remote=10.9.8.7:54321 "
+           "recv_q=5000 stalled_s=600 inode=%u pid=%d comm=\"stall rcv\\\"1\""
+           "%s%s",
+           k.inode, (int)getpid(), cg[0] ? " cgroup=" : "", cg);
+  CHECK_EQ_STR(want, m->n.message);
+  CHECK_EQ_INT(NOTIF_WARNING, m->n.severity);
+  CHECK_EQ_STR("tcp_window", m->n.plugin);
+  CHECK_EQ_STR("stalled_receiver", m->n.type_instance);
+  CHECK_EQ_STR("stall rcv\"1", meta_s(m, "comm"));
+  CHECK_EQ_INT(getpid(), mock_nmeta_find(m, "pid")->i);
+  CHECK_EQ_INT(NM_TYPE_SIGNED_INT, mock_nmeta_find(m, "pid")->type);
+  CHECK_EQ_U64(5000, mock_nmeta_find(m, "recv_q")->u);
+  CHECK_EQ_INT(NM_TYPE_DOUBLE, mock_nmeta_find(m, "stalled_s")->type);
+  CHECK(mock_nmeta_find(m, "stalled_s")->d == 600.0);
+  CHECK_EQ_U64(k.inode, mock_nmeta_find(m, "inode")->u);
+  /* Still stalled, more unread data: no new notification. */
+  k.rqueue = 7000;
+  k.last_ms = 610000;
+  read_with(&k, 1);
+  CHECK_EQ_INT(1, mock_nnotif);
+  /* Read: no unread data. */
+  k.rqueue = 0;
+  k.last_ms = 5;
+  read_with(&k, 1);
+  CHECK_EQ_INT(2, mock_nnotif);
+  m = &mock_notifs[1];
+  CHECK_EQ_INT(NOTIF_OKAY, m->n.severity);
+  snprintf(want, sizeof(want),
+           "receiver=resumed local=10.1.2.3:8080 remote=10.9.8.7:54321 "
+           "recv_q=7000 stalled_s=610 inode=%u pid=%d comm=\"stall rcv\\\"1\""
+           "%s%s",
+           k.inode, (int)getpid(), cg[0] ? " cgroup=" : "", cg);
+  CHECK_EQ_STR(want, m->n.message);
+  read_with(&k, 1);
+  read_with(NULL, 0);
+  CHECK_EQ_INT(2, mock_nnotif);
+  CHECK_EQ_INT(0, mock_nmeta_live);
+  close(fd);
+  st_free();
+  teardown();
+  return 0;
+}
+
+/* IPv6, and a socket no file refers to (inode 0: no owner is looked for):
+ * WARNING without pid, comm and cgroup; gone from the dump: OKAY
+ * "closed". */
+DEF_TEST(orphan_ipv6_closed) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  struct sock_desc k = {.cookie = 7, .inode = 0, .rqueue = 1,
+                        .last_ms = 61001, .family = AF_INET6,
+                        .src = "2001:db8::1", .dst = "::ffff:10.0.0.2",
+                        .sport = 443, .dport = 50000};
+  read_with(&k, 1);
+  read_with(NULL, 0);
+  CHECK_EQ_INT(2, mock_nnotif);
+  CHECK_EQ_STR("receiver=stalled local=[2001:db8::1]:443 "
+               "remote=[::ffff:10.0.0.2]:50000 recv_q=1 stalled_s=61.001 "
+               "inode=0",
+               mock_notifs[0].n.message);
+  CHECK_EQ_STR("receiver=closed local=[2001:db8::1]:443 "
+               "remote=[::ffff:10.0.0.2]:50000 recv_q=1 stalled_s=61.001 "
+               "inode=0",
+               mock_notifs[1].n.message);
+  CHECK_EQ_INT(NOTIF_OKAY, mock_notifs[1].n.severity);
+  st_free();
+  teardown();
+  return 0;
+}
+
+/* Only whole dumps count: a socket seen stalled in an interrupted dump
+ * that is not in the dump done again gets nothing; a dump interrupted
+ * twice changes nothing (no OKAY for a tracked socket it missed). */
+DEF_TEST(interrupted_dumps_notify_nothing) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  struct sock_desc a = {.cookie = 1, .rqueue = 10, .last_ms = 600000,
+                        .family = AF_INET, .src = "127.0.0.1",
+                        .dst = "127.0.0.1", .sport = 1, .dport = 2};
+  uint32_t seq = diag_seq + 1, seqs[8];
+  struct dgram first = {.len = 0}, second = {.len = 0};
+  add_sock_full(&first, seq, NLM_F_DUMP_INTR, &a);
+  add_done(&first, seq, NLM_F_DUMP_INTR);
+  add_done(&second, seq + 1, 0);
+  queue(&first);
+  queue(&second);
+  stalled_read();
+  requests(seqs);
+  CHECK_EQ_INT(0, mock_nnotif);
+  CHECK_EQ_INT(0, stalled_count_value()->v.gauge);
+  read_with(&a, 1);
+  CHECK_EQ_INT(1, mock_nnotif);
+  seq = diag_seq + 1;
+  for (uint32_t i = 0; i < 2; i++) {
+    struct dgram d = {.len = 0};
+    add_done(&d, seq + i, NLM_F_DUMP_INTR);
+    queue(&d);
+  }
+  stalled_read();
+  requests(seqs);
+  CHECK_EQ_INT(1, mock_nnotif);
+  read_with(&a, 1);
+  CHECK_EQ_INT(1, mock_nnotif);
+  st_free();
+  teardown();
+  return 0;
+}
+
+/* Beyond the tracked maximum: counted, not notified, one WARNING; when a
+ * tracked one ends, an untracked one gets its WARNING. With the owner
+ * scan capped at 0 entries, no owner is named. */
+DEF_TEST(bounded_tracking) {
+  CHECK_EQ_INT(0, setup());
+  st_track_max = 2;
+  st_scan_max = 0;
+  CHECK_EQ_INT(0, st_init());
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct stat sb;
+  CHECK(fd >= 0 && fstat(fd, &sb) == 0);
+  struct sock_desc k[3];
+  for (int i = 0; i < 3; i++)
+    k[i] = (struct sock_desc){.cookie = 100 + (uint64_t)i,
+                              .inode = (uint32_t)sb.st_ino, .rqueue = 1,
+                              .last_ms = 600000, .family = AF_INET,
+                              .src = "127.0.0.1", .dst = "127.0.0.1",
+                              .sport = (uint16_t)(1000 + i), .dport = 9};
+  read_with(k, 3);
+  CHECK_EQ_INT(3, stalled_count_value()->v.gauge);
+  CHECK_EQ_INT(2, mock_nnotif);
+  CHECK(strstr(mock_notifs[0].n.message, "local=127.0.0.1:1000 "));
+  CHECK(strstr(mock_notifs[1].n.message, "local=127.0.0.1:1001 "));
+  CHECK(mock_nmeta_find(&mock_notifs[0], "pid") == NULL);
+  CHECK(mock_log_find(LOG_WARNING, "more than 2 stalled receivers") >= 0);
+  int nlog = mock_nlog;
+  read_with(k, 3);
+  CHECK_EQ_INT(2, mock_nnotif);
+  for (int i = nlog; i < mock_nlog; i++) /* one WARNING, not one a read */
+    CHECK(!strstr(mock_log[i], "more than 2"));
+  read_with(k + 1, 2); /* the first closed */
+  CHECK_EQ_INT(4, mock_nnotif);
+  CHECK(strstr(mock_notifs[2].n.message, "receiver=closed local=127.0.0.1:1000 "));
+  CHECK(strstr(mock_notifs[3].n.message, "receiver=stalled local=127.0.0.1:1002 "));
+  st_track_max = STALLED_TRACK_MAX;
+  st_scan_max = OWNER_SCAN_MAX_FDS;
+  close(fd);
+  st_free();
+  teardown();
+  return 0;
+}
+
 int main(void) {
   tl_prog = "tcp_window_diag_test";
   RUN_TEST(late_replies_of_an_earlier_request);
   RUN_TEST(interrupted_dump_is_retried_once);
   RUN_TEST(interrupted_twice_dispatches_nothing);
   RUN_TEST(silent_kernel_does_not_block);
+  RUN_TEST(stall_warning_then_resumed_okay);
+  RUN_TEST(orphan_ipv6_closed);
+  RUN_TEST(interrupted_dumps_notify_nothing);
+  RUN_TEST(bounded_tracking);
   END_TEST;
 }
