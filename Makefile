@@ -163,6 +163,7 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 # kernel) and links what it uses.
 $(BUILD)/tests/tcp_window_diag_test: tests/unit/tcp_window_diag_test.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
+		$(BUILD)/plugin/netns.o \
 		plugin/tcp_window.c | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) $(filter %.c %.o,$(filter-out plugin/tcp_window.c,$^)) -o $@ -lbpf -lelf -lz -lm
