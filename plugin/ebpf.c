@@ -111,7 +111,9 @@ static int ebpf_config(oconfig_item_t *ci) {
 }
 
 /* Say up front which capabilities are missing for BPF, rather than leave
- * the user to decode EPERM from each feature. */
+ * the user to decode EPERM from each feature. The table of what needs
+ * which capability, measured (tests/integration/test_capabilities): */
+#define CAPABILITIES_DOC "/usr/share/doc/collectd-ebpf/capabilities.md"
 static void check_capabilities(void) {
   FILE *f = fopen("/proc/self/status", "re");
   if (!f)
@@ -128,16 +130,16 @@ static void check_capabilities(void) {
   if (!found)
     return;
 #define HAS(cap) ((eff >> (cap)) & 1)
-  enum { NET_ADMIN = 12, SYS_ADMIN = 21, PERFMON = 38, BPF = 39 };
+  enum { SYS_ADMIN = 21, PERFMON = 38, BPF = 39 };
   if (HAS(SYS_ADMIN) || (HAS(BPF) && HAS(PERFMON)))
     return;
   E_WARNING("collectd lacks %s%s%s (and CAP_SYS_ADMIN): BPF programs cannot "
             "be loaded, so netstacklat and tcp_window will be disabled. Give "
             "collectd CAP_BPF and CAP_PERFMON (kernel >= 5.8; CAP_SYS_ADMIN "
-            "before), plus CAP_NET_ADMIN for a named NetworkNamespace%s.",
+            "before); BPFStats and entering a NetworkNamespace need "
+            "CAP_SYS_ADMIN. See " CAPABILITIES_DOC ".",
             HAS(BPF) ? "" : "CAP_BPF", !HAS(BPF) && !HAS(PERFMON) ? " and " : "",
-            HAS(PERFMON) ? "" : "CAP_PERFMON",
-            HAS(NET_ADMIN) ? "" : " (also missing)");
+            HAS(PERFMON) ? "" : "CAP_PERFMON");
 #undef HAS
 }
 
@@ -171,9 +173,13 @@ static int ebpf_init(void) {
 
   if (ebpf_global.bpf_stats) {
     stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    int err = errno;
     if (stats_fd < 0)
-      E_WARNING("BPFStats: cannot enable kernel BPF run-time statistics: %s",
-                ERRSTR(errno));
+      E_WARNING("BPFStats: cannot enable kernel BPF run-time statistics: %s%s",
+                ERRSTR(err),
+                err == EPERM ? " (BPF_ENABLE_STATS needs CAP_SYS_ADMIN; "
+                                 "see " CAPABILITIES_DOC ")"
+                               : "");
     else
       E_INFO("BPFStats: kernel BPF run-time statistics enabled (this adds a "
              "little cost to every BPF program on the host while collectd "
