@@ -16,6 +16,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # fexit/kprobe flavours, clamped_wakeups from the tracepoint flavour.
 CLAMP_COUNTERS = ["clamps", "clamped_wakeups"]
 
+# ebpf/<feature>-<hook>/gauge-flavour: code -> (name, colour) of the flavour
+# panel's value mappings (README, "ebpf"; plugin/loader.c flavour_code()).
+FLAVOURS = {0: ("unavailable", "red"), 1: ("fentry/fexit", "green"),
+            2: ("tracepoint", "blue"), 3: ("kprobe", "purple")}
+
+# The counters of latency outlier notifications: type_instances of
+# netstacklat/operations-<name> (empty plugin_instance). Dispatched only
+# with OutlierThreshold set, so their panel stays empty without it.
+OUTLIER_COUNTERS = [("outliers", "notified"), ("outliers_suppressed", "suppressed")]
+
 
 def panel(pid, title, targets, unit, x, y, w=12, h=8, kind="timeseries",
           desc="", log=False, extra=None):
@@ -29,6 +39,54 @@ def panel(pid, title, targets, unit, x, y, w=12, h=8, kind="timeseries",
         p["fieldConfig"]["defaults"]["custom"]["scaleDistribution"] = {"type": "log", "log": 10}
     if extra:
         p.update(extra)
+    return p
+
+
+def by_ref(ref, props):
+    """A field override for the series of one query (refId)."""
+    return {"matcher": {"id": "byFrameRefID", "options": ref},
+            "properties": [{"id": k, "value": v} for k, v in props]}
+
+
+def thresholds(*steps):
+    """Threshold steps [(value or None for the base, colour)], drawn as lines."""
+    return {"mode": "absolute",
+            "steps": [{"value": v, "color": c} for v, c in steps]}
+
+
+def with_overrides(p, overrides=(), steps=None):
+    if overrides:
+        p["fieldConfig"]["overrides"] = list(overrides)
+    if steps:
+        p["fieldConfig"]["defaults"]["thresholds"] = thresholds(*steps)
+        p["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"] = {"mode": "line"}
+    return p
+
+
+# The tcp_mem limits as dashed threshold-like lines beside the memory in use.
+LIMIT_LINES = [("custom.lineStyle", {"fill": "dash", "dash": [10, 10]}),
+               ("custom.fillOpacity", 0)]
+# The alert examples' limits on tcp_mem_pressure_percent, as lines.
+TCP_MEM_STEPS = [(None, "green"), (80, "orange"), (100, "red")]
+# The second query of a panel on the right axis, in bytes.
+RIGHT_BYTES = [("unit", "bytes"), ("custom.axisPlacement", "right")]
+
+
+def flavour_panel(pid, targets, x, y):
+    """A stat per hook: the attach flavour by name (value mappings)."""
+    p = panel(pid, "ebpf: attach flavour of each hook", targets, "none", x, y, w=24, h=5,
+              kind="stat",
+              desc="Which flavour feeds each hook's values (ebpf/<feature>-<hook>/"
+              "gauge-flavour): 1 fentry/fexit, 2 tracepoint, 3 kprobe, 0 unavailable "
+              "on this kernel (no values). It decides what some values mean (clamps "
+              "against clamped_wakeups): alert on a change.")
+    p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                    "textMode": "value_and_name", "colorMode": "background",
+                    "graphMode": "none", "orientation": "vertical", "justifyMode": "center"}
+    p["fieldConfig"]["defaults"]["mappings"] = [
+        {"type": "value", "options": {str(code): {"text": name, "color": colour, "index": i}
+                                      for i, (code, (name, colour))
+                                      in enumerate(sorted(FLAVOURS.items()))}}]
     return p
 
 
@@ -50,6 +108,23 @@ def var(name, query, regex="", label=None):
     return {"name": name, "label": label or name, "type": "query",
             "datasource": {"uid": "${datasource}"}, "query": query, "regex": regex,
             "refresh": 2, "includeAll": False, "multi": False, "sort": 1}
+
+
+TCP_MEM_DESC = ("TCP memory in use (all sockets of the host) and the net.ipv4.tcp_mem "
+                "limits, dashed: above pressure the kernel enters TCP memory pressure "
+                "and shrinks receive buffers until use falls below low; above max it "
+                "refuses sockets more memory (tcp_window feature, TcpMemory true).")
+TCP_MEM_PCT_DESC = ("100 x in use / tcp_mem pressure (above 100: under pressure), and "
+                    "/ max. The shipped alert examples (ebpf-thresholds.conf, "
+                    "collectd-ebpf.rules.yml) warn on the pressure one above 80, "
+                    "fail above 100: the lines.")
+STALLED_DESC = ("TCP sockets with unread data and nothing received for longer than "
+                "StalledAfter, and the unread bytes they pin (right axis). The "
+                "notifications name each socket and its process (README, "
+                "Notifications); ss -tnpi shows them.")
+OUTLIERS_DESC = ("Latency outlier notifications per second: notified, and suppressed "
+                 "by the kernel's rate limit (OutlierLimit). Empty unless "
+                 "OutlierThreshold is set in <Netstacklat> (off by default).")
 
 
 def graphite():
@@ -81,12 +156,28 @@ def graphite():
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
             "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
             "count different events; ebpf-tcp_window-clamps.gauge-flavour says which runs."),
-        panel(7, "tcp_window: TCP memory", [
-            t("A", "aliasByNode($host.tcp_window.memory-tcp_*, 2)")],
-            "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
+        with_overrides(panel(7, "tcp_window: TCP memory against tcp_mem", [
+            t("A", "alias($host.tcp_window.memory-tcp_in_use, 'in use')"),
+            t("B", "aliasSub($host.tcp_window.memory-tcp_mem_{low,pressure,max}, "
+                   "'^.*memory-tcp_mem_', 'tcp_mem ')")],
+            "bytes", 0, 24, log=True, desc=TCP_MEM_DESC), [by_ref("B", LIMIT_LINES)]),
+        with_overrides(panel(8, "tcp_window: TCP memory, % of tcp_mem limits", [
+            t("A", "aliasSub($host.tcp_window.gauge-tcp_mem_{pressure,max}_percent, "
+                   "'^.*gauge-tcp_mem_(.*)_percent', '% of \\1')")],
+            "percent", 12, 24, desc=TCP_MEM_PCT_DESC), steps=TCP_MEM_STEPS),
+        with_overrides(panel(9, "tcp_window: stalled receivers", [
+            t("A", "alias($host.tcp_window.count-stalled_receivers, 'sockets')"),
+            t("B", "alias($host.tcp_window.bytes-stalled_receivers, 'unread bytes')")],
+            "short", 0, 32, desc=STALLED_DESC), [by_ref("B", RIGHT_BYTES)]),
+        panel(10, "netstacklat: latency outliers notified/s", [
+            t(chr(65 + i), "alias($host.netstacklat.operations-%s, '%s')" % (c, legend))
+            for i, (c, legend) in enumerate(OUTLIER_COUNTERS)],
+            "short", 12, 32, desc=OUTLIERS_DESC),
         panel(6, "ebpf: CPU time in our BPF programs", [
             t("A", "aliasByNode($host.ebpf-*.derive-run_time_ns, 1)")],
             "ns", 12, 16, desc="ns of CPU per second, per program (BPFStats true)."),
+        flavour_panel(11, [t("A", "aliasSub($host.ebpf-*.gauge-flavour, "
+                                  "'^.*ebpf-([^.]+)\\..*', '\\1')")], 0, 40),
     ]
     return dashboard("collectd-ebpf-graphite", "collectd-ebpf (Graphite)", "graphite",
                      [var("host", "*", label="Host"),
@@ -100,6 +191,7 @@ def prometheus():
         return {"refId": ref, "expr": q, "legendFormat": legend, "format": fmt}
     sel = 'instance="$instance",netstacklat="$hook"'
     rsel = 'instance="$instance",pressure="$resource"'
+    tsel = 'instance="$instance"'
     panels = [
         panel(1, "netstacklat $hook: latency quantiles", [
             t("A", "collectd_netstacklat_latency{%s}" % sel)], "s", 0, 0, log=True,
@@ -127,15 +219,35 @@ def prometheus():
             "short", 0, 16, desc="Empty until the tcp_window feature is enabled. "
             "clamps (fexit/kprobe flavours) and clamped_wakeups (tracepoint flavour) "
             "count different events; collectd_ebpf_gauge{ebpf=\"tcp_window-clamps\",type=\"flavour\"} says which runs."),
-        panel(7, "tcp_window: TCP memory", [
-            t("A", 'collectd_tcp_window_memory{instance="$instance",tcp_window=~"tcp_.*"}',
+        with_overrides(panel(7, "tcp_window: TCP memory against tcp_mem", [
+            t("A", 'collectd_tcp_window_memory{%s,tcp_window="tcp_in_use"}' % tsel, "in use"),
+            t("B", 'collectd_tcp_window_memory{%s,tcp_window=~"tcp_mem_.*"}' % tsel,
               "{{tcp_window}}")],
-            "bytes", 0, 24, desc="In use against the tcp_mem limits (tcp_window feature)."),
+            "bytes", 0, 24, log=True, desc=TCP_MEM_DESC), [by_ref("B", LIMIT_LINES)]),
+        with_overrides(panel(8, "tcp_window: TCP memory, % of tcp_mem limits", [
+            t("A", 'collectd_tcp_window_gauge{%s,tcp_window=~"tcp_mem_(pressure|max)_percent"}'
+              % tsel, "{{tcp_window}}")],
+            "percent", 12, 24, desc=TCP_MEM_PCT_DESC), steps=TCP_MEM_STEPS),
+        with_overrides(panel(9, "tcp_window: stalled receivers", [
+            t("A", 'collectd_tcp_window_count{%s,tcp_window="stalled_receivers"}' % tsel,
+              "sockets"),
+            t("B", 'collectd_tcp_window_bytes{%s,tcp_window="stalled_receivers"}' % tsel,
+              "unread bytes")],
+            "short", 0, 32, desc=STALLED_DESC), [by_ref("B", RIGHT_BYTES)]),
+        # Like tcp_window: an empty plugin_instance, so the counter's name is
+        # in the label netstacklat, where the hooks' instances are too.
+        panel(10, "netstacklat: latency outliers notified/s", [
+            t(chr(65 + i), 'rate(collectd_netstacklat_operations_total{instance="$instance",'
+                           'netstacklat="%s"}[1m])' % c, legend)
+            for i, (c, legend) in enumerate(OUTLIER_COUNTERS)],
+            "short", 12, 32, desc=OUTLIERS_DESC),
         panel(6, "ebpf: ns per BPF program run", [
             t("A", 'rate(collectd_ebpf_derive_total{instance="$instance",type="run_time_ns"}[1m])'
                    ' / ignoring(type) rate(collectd_ebpf_derive_total{instance="$instance",'
                    'type="run_count"}[1m])', "{{ebpf}}")],
             "ns", 12, 16, desc="Needs BPFStats true."),
+        flavour_panel(11, [t("A", 'collectd_ebpf_gauge{instance="$instance",type="flavour"}',
+                             "{{ebpf}}")], 0, 40),
     ]
     return dashboard("collectd-ebpf-prometheus", "collectd-ebpf (Prometheus)", "prometheus",
                      [var("instance", "label_values(collectd_pressure_percent, instance)",
