@@ -63,13 +63,15 @@ man: $(MAN5) $(MAN1)
 # documentation, systemd drop-in sample, Grafana dashboards.
 # The documentation goes flat into DOCDIR (docs/x.md as x.md, docs/img/ as
 # img/, the alert examples in examples/ by mk/alerts.mk): the installed
-# README gets its links rewritten to match, so that every relative link
-# in it resolves there (tests/integration/test_package checks this).
+# README gets its links rewritten to match, and so do the documents'
+# links back to ../README.md, so that every relative link in them resolves
+# there (tests/integration/test_package checks this).
 EXTRA_DOCS := $(wildcard docs/*.md)
 DOC_IMAGES := $(wildcard docs/img/*.png)
 README_INSTALLED_LINKS := -e 's,](docs/,](,g' \
 	-e 's,](collectd\.conf\.d/ebpf-thresholds\.conf\.example),](examples/ebpf-thresholds.conf),g' \
 	-e 's,](contrib/prometheus/collectd-ebpf\.rules\.yml),](examples/collectd-ebpf.rules.yml),g'
+DOCS_INSTALLED_LINKS := -e 's,](\.\./README\.md,](README.md,g'
 install-extras: $(MAN5) $(MAN1)
 	install -d $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(DOCDIR)/img \
@@ -79,7 +81,10 @@ install-extras: $(MAN5) $(MAN1)
 	install -m 0755 packaging/graphs/collectd-ebpf-graphs $(DESTDIR)$(BINDIR)/collectd-ebpf-graphs
 	sed $(README_INSTALLED_LINKS) README.md > $(DESTDIR)$(DOCDIR)/README.md
 	chmod 0644 $(DESTDIR)$(DOCDIR)/README.md
-	$(if $(EXTRA_DOCS),install -m 0644 $(EXTRA_DOCS) $(DESTDIR)$(DOCDIR)/)
+	for d in $(EXTRA_DOCS); do \
+		sed $(DOCS_INSTALLED_LINKS) $$d > $(DESTDIR)$(DOCDIR)/$${d##*/} && \
+		chmod 0644 $(DESTDIR)$(DOCDIR)/$${d##*/} || exit 1; \
+	done
 	$(if $(DOC_IMAGES),install -m 0644 $(DOC_IMAGES) $(DESTDIR)$(DOCDIR)/img/)
 	install -m 0644 packaging/systemd/collectd-ebpf.conf $(DESTDIR)$(DATADIR)/systemd/
 	install -m 0644 contrib/grafana/*.json $(DESTDIR)$(DATADIR)/grafana/
