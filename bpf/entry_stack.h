@@ -95,6 +95,10 @@ static __always_inline struct estack_frame *estack_push(void *map) {
  * the top. Returns false when there is none (the entry was not seen on this
  * CPU): the call must not be counted. */
 static __always_inline bool estack_pop(void *map, struct estack_frame *out) {
+  /* Written on every path: older verifiers (6.1) cannot tell that a caller
+   * reads *out only when a frame was found, and refuse a read of stack
+   * bytes that some path left unwritten (seen on arm64 with clang 14). */
+  __builtin_memset(out, 0, sizeof(*out));
   __u32 zero = 0;
   struct estack *s = bpf_map_lookup_elem(map, &zero);
   if (!s)
