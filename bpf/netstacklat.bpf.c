@@ -26,7 +26,11 @@ const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
-/* OutlierThreshold in ns; 0 (off): the verifier prunes the whole path. */
+/* OutlierThreshold in ns; 0: off. The path is compiled only into
+ * netstacklat_outliers.bpf.c (NSL_OUTLIERS 1), loaded when it is on. */
+#ifndef NSL_OUTLIERS
+#define NSL_OUTLIERS 0
+#endif
 const volatile __u64 targ_outlier_ns = 0;
 const volatile __u64 targ_outlier_limit = 10; /* records per second */
 
@@ -173,6 +177,22 @@ static __always_inline void count_skip(__u32 hook, __u64 group, __u32 why) {
     h->skipped[why]++;
 }
 
+/* The input interface of the socket's cached route. Kernels before 5.16
+ * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
+ * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
+ * as the verifier types sk as struct sock. */
+struct inet_sock___old {
+  int rx_dst_ifindex;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
+                                           const bool probed) {
+  if (bpf_core_field_exists(sk->sk_rx_dst_ifindex))
+    return RD(probed, sk, sk_rx_dst_ifindex);
+  const struct inet_sock___old *inet = (const void *)sk;
+  return BPF_CORE_READ(inet, rx_dst_ifindex);
+}
+
 /* The packet's addresses from its IP header, and its ports when the
  * header that follows is TCP or UDP and lies in the linear data (else
  * has_ports stays 0). ip_start runs before the network header is set:
@@ -218,9 +238,13 @@ static __always_inline void outlier_skb(struct nsl_outlier *o, __u32 hook,
 /* One event above OutlierThreshold: a record to user space, if this
  * second's OutlierLimit is not used up and the ring buffer has room; else
  * it is counted as suppressed. Reads are probe reads in every flavour:
- * this runs for a few events a second, not per packet. skb: the packet,
- * whose headers give the addresses; else they are the socket's. sk: the
- * socket of a socket hook (queue, cgroup, namespace). */
+ * this runs for a few events a second, not per packet. sk: the socket of
+ * a socket hook (addresses, queue, cgroup, namespace); skb: the packet,
+ * when it is safe to read here: it gives the addresses of packet hooks and
+ * of udp_socket_read (an unconnected socket has no remote), and the
+ * interface. iif: the interface where neither does (0: none known).
+ * Arguments, not values read by the caller: with the path off nothing is
+ * read for it. */
 static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
                                     const struct sock *sk,
                                     const struct sk_buff *skb,
@@ -251,10 +275,17 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
   o->time_ns = now + realtime_offset_ns;
   o->latency_ns = delta;
   o->hook = hook;
-  o->ifindex = ifindex;
-  if (skb)
+  if (ifindex)
+    o->ifindex = ifindex;
+  else if (skb)
+    o->ifindex = hook == NSL_IP_START ? BPF_CORE_READ(skb, dev, ifindex)
+                                      : BPF_CORE_READ(skb, skb_iif);
+  else if (sk && hook == NSL_TCP_SOCKET_READ)
+    o->ifindex = sk_rx_ifindex(sk, true);
+  bool from_skb = skb && (!sk || hook == NSL_UDP_SOCKET_READ);
+  if (from_skb)
     outlier_skb(o, hook, skb);
-  if (sk && !skb) {
+  if (sk && !from_skb) {
     __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
     o->family = family;
     o->proto = (__u8)BPF_CORE_READ(sk, sk_protocol);
@@ -316,7 +347,7 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
   if (slot < NSL_NBUCKETS)
     h->bucket[slot]++;
   h->sum_ns += delta;
-  if (targ_outlier_ns && (__u64)delta > targ_outlier_ns)
+  if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)
     outlier(hook, now, delta, sk, skb, ifindex);
 }
 
@@ -355,22 +386,6 @@ static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
   return targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
 }
 
-/* The input interface of the socket's cached route. Kernels before 5.16
- * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
- * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
- * as the verifier types sk as struct sock. */
-struct inet_sock___old {
-  int rx_dst_ifindex;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
-                                           const bool probed) {
-  if (bpf_core_field_exists(sk->sk_rx_dst_ifindex))
-    return RD(probed, sk, sk_rx_dst_ifindex);
-  const struct inet_sock___old *inet = (const void *)sk;
-  return BPF_CORE_READ(inet, rx_dst_ifindex);
-}
-
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
 static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                         __u32 ifindex, const bool probed) {
@@ -382,8 +397,7 @@ static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                          : RD(probed, skb, dev, nd_net.net,
                                               ns.inum));
   __u64 t = RD(probed, skb, tstamp);
-  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, NULL, skb,
-         ifindex);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, NULL, skb, 0);
 }
 
 /* Socket-level filters; returns false to drop the event. */
@@ -417,14 +431,10 @@ static __always_inline void socket_skb_hook(__u32 hook, const struct sock *sk,
                                             const struct sk_buff *skb,
                                             const bool probed) {
   __u64 group;
-  __u32 iif = RD(probed, skb, skb_iif);
-  if (!socket_ok(hook, sk, iif, &group, probed))
+  if (!socket_ok(hook, sk, RD(probed, skb, skb_iif), &group, probed))
     return;
   __u64 t = RD(probed, skb, tstamp);
-  /* An unconnected UDP socket has no remote address: udp_socket_read
-   * takes the addresses of an outlier from the datagram. */
-  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, sk,
-         hook == NSL_UDP_SOCKET_READ ? skb : NULL, iif);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, sk, skb, 0);
 }
 
 static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
@@ -559,7 +569,7 @@ int BPF_PROG(tcp_start_tp, struct sock *sk, struct sk_buff *skb) {
              ? if_group(skb->skb_iif,
                         targ_netns ? 0 : sk->__sk_common.skc_net.net->ns.inum)
              : 0,
-         sk, NULL, skb->skb_iif);
+         sk, skb, 0);
   return 0;
 }
 
@@ -768,8 +778,8 @@ int BPF_KRETPROBE(udp_enqueued_kretprobe, int ret) {
 static __always_inline void tcp_read(const struct sock *sk, __u64 t,
                                      const bool probed) {
   __u64 group;
-  __u32 iif = sk_rx_ifindex(sk, probed);
-  if (!socket_ok(NSL_TCP_SOCKET_READ, sk, iif, &group, probed))
+  if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
+                 sk_rx_ifindex(sk, probed), &group, probed))
     return;
   if (!targ_include_hol) {
     /* kprobe programs have no socket storage: the loader does not use
@@ -784,7 +794,7 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
       return;
     }
   }
-  record(NSL_TCP_SOCKET_READ, t, 0, group, sk, NULL, iif);
+  record(NSL_TCP_SOCKET_READ, t, 0, group, sk, NULL, 0);
 }
 
 SEC("fentry/tcp_recv_timestamp")
@@ -813,7 +823,7 @@ int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
   }
   __u64 t = skb->tstamp;
   record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group,
-         sk, NULL, skb->skb_iif);
+         sk, skb, 0);
   return 0;
 }
 

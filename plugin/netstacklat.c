@@ -10,6 +10,7 @@
 #include "netns.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
+#include "netstacklat_outliers.skel.h"
 #include "rtclock.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,14 @@
 
 _Static_assert(NSL_NBUCKETS == HIST_NBUCKETS, "bucket layouts differ");
 _Static_assert(NSL_FIRST_SHIFT == HIST_FIRST_SHIFT, "bucket layouts differ");
+/* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
+_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
+                   sizeof(struct netstacklat_outliers_bpf__rodata) &&
+               sizeof(struct netstacklat_bpf__bss) ==
+                   sizeof(struct netstacklat_outliers_bpf__bss) &&
+               sizeof(struct netstacklat_bpf) ==
+                   sizeof(struct netstacklat_outliers_bpf),
+               "the two netstacklat objects differ");
 
 static const char *const hook_names[NSL_NHOOKS] = {
     "ip_start",            "tcp_start",           "udp_start",
@@ -359,7 +368,24 @@ static size_t cg_filter_refresh(bool log_changes) {
 static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
-  skel = netstacklat_bpf__open_opts(&opts);
+  if (!cfg.outlier_s) {
+    skel = netstacklat_bpf__open_opts(&opts);
+  } else {
+    /* The same maps, programs and variables, with the outlier path. */
+    skel = calloc(1, sizeof(*skel));
+    int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
+    if (!err) {
+      skel->skeleton->data =
+          netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz);
+      err = bpf_object__open_skeleton(skel->skeleton, &opts);
+    }
+    if (err) {
+      if (skel)
+        netstacklat_bpf__destroy(skel);
+      skel = NULL;
+      errno = -err;
+    }
+  }
   if (!skel)
     return NULL;
   *skel_out = skel;
