@@ -575,7 +575,7 @@ static int on_outlier(void *ctx, void *data, size_t len) {
   char comm[sizeof(o->comm) + 1], proto[8];
   f[n++] = NF_STR("hook", hook_names[o->hook]);
   f[n++] = NF_DBL("latency_s", o->latency_ns / 1e9);
-  if (o->proto) {
+  if (o->proto || o->family) {
     if (o->proto == 6 || o->proto == 17)
       snprintf(proto, sizeof(proto), "%s", o->proto == 6 ? "tcp" : "udp");
     else
