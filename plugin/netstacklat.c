@@ -562,6 +562,7 @@ static void addr_str(int family, const __u8 *a, int port, bool has_port,
 }
 
 static bool cg_refreshed; /* the cgroup tree was read this interval */
+static uint32_t self_netns;  /* collectd's network namespace, this read */
 
 /* One record of the ring buffer: one notification (fields: README,
  * "Notifications"). */
@@ -600,7 +601,7 @@ static int on_outlier(void *ctx, void *data, size_t len) {
   if (hook_has_socket((int)o->hook))
     f[n++] = NF_UINT("queue_len", o->qlen);
   /* Interface names are those of collectd's own namespace. */
-  if (o->ifindex && o->netns == netns_self_inum() &&
+  if (o->ifindex && o->netns == self_netns &&
       if_indextoname(o->ifindex, ifname))
     f[n++] = NF_STR("interface", ifname);
   if (o->ifindex)
@@ -627,6 +628,7 @@ static int on_outlier(void *ctx, void *data, size_t len) {
 
 static void read_outliers(void) {
   cg_refreshed = false;
+  self_netns = netns_self_inum();
   int err = ring_buffer__consume(outlier_rb);
   if (err < 0)
     E_WARNING("netstacklat: reading outlier records failed: %s",
