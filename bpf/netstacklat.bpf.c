@@ -26,6 +26,13 @@ const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
+/* OutlierThreshold in ns; 0: off. The path is compiled only into
+ * netstacklat_outliers.bpf.c (NSL_OUTLIERS 1), loaded when it is on. */
+#ifndef NSL_OUTLIERS
+#define NSL_OUTLIERS 0
+#endif
+const volatile __u64 targ_outlier_ns = 0;
+const volatile __u64 targ_outlier_limit = 10; /* records per second */
 
 /* The clock "now" is read from, chosen at load by probing the helper:
  * bpf_ktime_get_tai_ns() (kernel >= 6.1), else bpf_ktime_get_ns()
@@ -90,6 +97,28 @@ struct {
   __type(value, struct nsl_hol_range);
 } netstacklat_hol_range SEC(".maps");
 
+/* OutlierThreshold: the records (64 KiB; one page when off, set before
+ * load), the host-wide rate limit, and the events above the threshold that
+ * were not sent (over OutlierLimit, or the ring buffer full). */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 * 1024);
+} netstacklat_outliers SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct nsl_outlier_rate);
+} netstacklat_outlier_rate SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} netstacklat_outliers_suppressed SEC(".maps");
+
 /* udp_socket_enqueued's entry/return pairs (fentry+fexit, kprobe+kretprobe
  * of __udp_enqueue_schedule_skb): what the entry read from the skb, while it
  * still belonged to the caller (once the function has queued it and dropped
@@ -148,10 +177,150 @@ static __always_inline void count_skip(__u32 hook, __u64 group, __u32 why) {
     h->skipped[why]++;
 }
 
+/* The input interface of the socket's cached route. Kernels before 5.16
+ * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
+ * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
+ * as the verifier types sk as struct sock. */
+struct inet_sock___old {
+  int rx_dst_ifindex;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
+                                           const bool probed) {
+  if (bpf_core_field_exists(sk->sk_rx_dst_ifindex))
+    return RD(probed, sk, sk_rx_dst_ifindex);
+  const struct inet_sock___old *inet = (const void *)sk;
+  return BPF_CORE_READ(inet, rx_dst_ifindex);
+}
+
+/* The packet's addresses from its IP header, and its ports when the
+ * header that follows is TCP or UDP and lies in the linear data (else
+ * has_ports stays 0). ip_start runs before the network header is set:
+ * there the IP header is at skb->data; tcp_start and udp_start run after. */
+static __always_inline void outlier_skb(struct nsl_outlier *o, __u32 hook,
+                                        const struct sk_buff *skb) {
+  unsigned char *head = BPF_CORE_READ(skb, head);
+  __u32 nh = hook == NSL_IP_START
+                 ? (__u32)(BPF_CORE_READ(skb, data) - head)
+                 : BPF_CORE_READ(skb, network_header);
+  __u32 tail = BPF_CORE_READ(skb, tail), l4;
+  __u8 v = 0;
+  if (nh + 40 > tail)
+    return;
+  bpf_probe_read_kernel(&v, 1, head + nh);
+  if (v >> 4 == 4) {
+    struct iphdr ip;
+    bpf_probe_read_kernel(&ip, sizeof(ip), head + nh);
+    o->family = 2; /* AF_INET */
+    o->proto = ip.protocol;
+    __builtin_memcpy(o->laddr, &ip.daddr, 4);
+    __builtin_memcpy(o->raddr, &ip.saddr, 4);
+    l4 = nh + ip.ihl * 4;
+  } else if (v >> 4 == 6) {
+    struct ipv6hdr ip6;
+    bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh);
+    o->family = 10; /* AF_INET6 */
+    o->proto = ip6.nexthdr; /* TCP/UDP right after the fixed header only */
+    __builtin_memcpy(o->laddr, &ip6.daddr, 16);
+    __builtin_memcpy(o->raddr, &ip6.saddr, 16);
+    l4 = nh + 40;
+  } else
+    return;
+  __be16 ports[2];
+  if ((o->proto == 6 || o->proto == 17) && l4 + 4 <= tail &&
+      bpf_probe_read_kernel(ports, sizeof(ports), head + l4) == 0) {
+    o->rport = bpf_ntohs(ports[0]);
+    o->lport = bpf_ntohs(ports[1]);
+    o->has_ports = 1;
+  }
+}
+
+/* One event above OutlierThreshold: a record to user space, if this
+ * second's OutlierLimit is not used up and the ring buffer has room; else
+ * it is counted as suppressed. Reads are probe reads in every flavour:
+ * this runs for a few events a second, not per packet. sk: the socket of
+ * a socket hook (addresses, queue, cgroup, namespace); skb: the packet,
+ * when it is safe to read here: it gives the addresses of packet hooks and
+ * of udp_socket_read (an unconnected socket has no remote), and the
+ * interface. iif: the interface where neither does (0: none known).
+ * Arguments, not values read by the caller: with the path off nothing is
+ * read for it. */
+static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
+                                    const struct sock *sk,
+                                    const struct sk_buff *skb,
+                                    __u32 ifindex) {
+  __u32 zero = 0;
+  struct nsl_outlier_rate *r =
+      bpf_map_lookup_elem(&netstacklat_outlier_rate, &zero);
+  if (!r)
+    return;
+  /* A new second starts the count again. Two CPUs crossing into it at
+   * once may both reset it: then a few more than the limit pass. */
+  __u64 sec = now / 1000000000ULL;
+  if (r->sec != sec) {
+    r->sec = sec;
+    r->count = 0;
+  }
+  __sync_fetch_and_add(&r->count, 1); /* no fetch: 5.10 has none */
+  struct nsl_outlier *o = NULL;
+  if (r->count <= targ_outlier_limit)
+    o = bpf_ringbuf_reserve(&netstacklat_outliers, sizeof(*o), 0);
+  if (!o) {
+    __u64 *n = bpf_map_lookup_elem(&netstacklat_outliers_suppressed, &zero);
+    if (n)
+      (*n)++;
+    return;
+  }
+  __builtin_memset(o, 0, sizeof(*o));
+  o->time_ns = now + realtime_offset_ns;
+  o->latency_ns = delta;
+  o->hook = hook;
+  if (ifindex)
+    o->ifindex = ifindex;
+  else if (skb)
+    o->ifindex = hook == NSL_IP_START ? BPF_CORE_READ(skb, dev, ifindex)
+                                      : BPF_CORE_READ(skb, skb_iif);
+  else if (sk && hook == NSL_TCP_SOCKET_READ)
+    o->ifindex = sk_rx_ifindex(sk, true);
+  bool from_skb = skb && (!sk || hook == NSL_UDP_SOCKET_READ);
+  if (from_skb)
+    outlier_skb(o, hook, skb);
+  if (sk && !from_skb) {
+    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    o->family = family;
+    o->proto = (__u8)BPF_CORE_READ(sk, sk_protocol);
+    o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+    o->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+    o->has_ports = 1;
+    if (family == 2) {
+      bpf_core_read(o->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+      bpf_core_read(o->raddr, 4, &sk->__sk_common.skc_daddr);
+    } else {
+      bpf_core_read(o->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+      bpf_core_read(o->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+    }
+  }
+  if (sk) {
+    o->qlen = BPF_CORE_READ(sk, sk_receive_queue.qlen);
+    o->cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+    o->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+  } else if (skb)
+    o->netns = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+  /* Socket reads run in the reader's context: name it. */
+  if (hook == NSL_TCP_SOCKET_READ || hook == NSL_UDP_SOCKET_READ) {
+    o->pid = bpf_get_current_pid_tgid() >> 32;
+    bpf_get_current_comm(o->comm, sizeof(o->comm));
+  }
+  bpf_ringbuf_submit(o, 0);
+}
+
 /* The one handler. tstamp: the packet's receive time (0 when none);
- * not_rx: it is a delivery time; group: cgroup id or ifindex. */
+ * not_rx: it is a delivery time; group: cgroup id or ifindex. sk (socket
+ * hooks) or skb (packet hooks) and ifindex describe an outlier. */
 static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
-                                   __u64 group) {
+                                   __u64 group, const struct sock *sk,
+                                   const struct sk_buff *skb,
+                                   __u32 ifindex) {
   struct nsl_hist *h = hist_for(hook, group);
   if (!h)
     return;
@@ -178,6 +347,8 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
   if (slot < NSL_NBUCKETS)
     h->bucket[slot]++;
   h->sum_ns += delta;
+  if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)
+    outlier(hook, now, delta, sk, skb, ifindex);
 }
 
 /* ---- filters, cheapest first; each compiled out when off ---- */
@@ -215,22 +386,6 @@ static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
   return targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
 }
 
-/* The input interface of the socket's cached route. Kernels before 5.16
- * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
- * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
- * as the verifier types sk as struct sock. */
-struct inet_sock___old {
-  int rx_dst_ifindex;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
-                                           const bool probed) {
-  if (bpf_core_field_exists(sk->sk_rx_dst_ifindex))
-    return RD(probed, sk, sk_rx_dst_ifindex);
-  const struct inet_sock___old *inet = (const void *)sk;
-  return BPF_CORE_READ(inet, rx_dst_ifindex);
-}
-
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
 static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                         __u32 ifindex, const bool probed) {
@@ -242,7 +397,7 @@ static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                          : RD(probed, skb, dev, nd_net.net,
                                               ns.inum));
   __u64 t = RD(probed, skb, tstamp);
-  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, NULL, skb, 0);
 }
 
 /* Socket-level filters; returns false to drop the event. */
@@ -279,7 +434,7 @@ static __always_inline void socket_skb_hook(__u32 hook, const struct sock *sk,
   if (!socket_ok(hook, sk, RD(probed, skb, skb_iif), &group, probed))
     return;
   __u64 t = RD(probed, skb, tstamp);
-  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group);
+  record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, sk, skb, 0);
 }
 
 static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
@@ -413,7 +568,8 @@ int BPF_PROG(tcp_start_tp, struct sock *sk, struct sk_buff *skb) {
          targ_groupby == NSL_GROUP_INTERFACE
              ? if_group(skb->skb_iif,
                         targ_netns ? 0 : sk->__sk_common.skc_net.net->ns.inum)
-             : 0);
+             : 0,
+         sk, skb, 0);
   return 0;
 }
 
@@ -531,7 +687,8 @@ static __always_inline void udp_enqueue_return(int ret, const struct sock *sk,
                  &group, probed))
     return;
   record(NSL_UDP_SOCKET_ENQUEUED, f.arg[UDPQ_TSTAMP],
-         f.arg[UDPQ_IIF_NOTRX] >> 32, group);
+         f.arg[UDPQ_IIF_NOTRX] >> 32, group, sk, NULL,
+         (__u32)f.arg[UDPQ_IIF_NOTRX]);
 }
 
 SEC("fentry/__udp_enqueue_schedule_skb")
@@ -591,7 +748,7 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
   __u64 group;
   if (!socket_ok(NSL_UDP_SOCKET_ENQUEUED, sk, iif, &group, false))
     return;
-  record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group);
+  record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group, sk, NULL, iif);
 }
 
 SEC("tp_btf/sk_data_ready")
@@ -637,7 +794,7 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
       return;
     }
   }
-  record(NSL_TCP_SOCKET_READ, t, 0, group);
+  record(NSL_TCP_SOCKET_READ, t, 0, group, sk, NULL, 0);
 }
 
 SEC("fentry/tcp_recv_timestamp")
@@ -665,7 +822,8 @@ int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
     return 0;
   }
   __u64 t = skb->tstamp;
-  record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group);
+  record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group,
+         sk, skb, 0);
   return 0;
 }
 

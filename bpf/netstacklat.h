@@ -85,6 +85,34 @@ static __always_inline __u32 nsl_slot_of(__u64 ns) {
   return bits < NSL_NBUCKETS ? bits : NSL_NBUCKETS - 1;
 }
 
+/* OutlierThreshold: one record per event above it, to user space through
+ * the ring buffer netstacklat_outliers (within OutlierLimit per second).
+ * Addresses are in network byte order (IPv4 in the first 4 bytes), ports
+ * in host order; fields a hook cannot know are 0 (see the README). */
+struct nsl_outlier {
+  __u64 time_ns; /* of the event, CLOCK_REALTIME */
+  __u64 latency_ns;
+  __u64 cgroup;  /* cgroup id of the socket; 0: no socket */
+  __u32 hook;
+  __u32 netns;   /* inode number of the network namespace; 0: unknown */
+  __u32 ifindex; /* 0: unknown */
+  __u32 pid;     /* socket reads only (the reader's context); else 0 */
+  __u32 qlen;    /* the socket's receive queue, in packets; no socket: 0 */
+  __u16 family;  /* AF_INET, AF_INET6; 0: addresses unknown */
+  __u8 proto;    /* IPPROTO_TCP, IPPROTO_UDP; 0: unknown */
+  __u8 has_ports;
+  __u16 lport, rport;
+  __u8 laddr[16], raddr[16];
+  char comm[16]; /* with pid */
+};
+
+/* The host-wide rate limit of outlier records: the second (of the BPF
+ * clock) and how many records were let through in it. */
+struct nsl_outlier_rate {
+  __u64 sec;
+  __u64 count;
+};
+
 enum nsl_groupby {
   NSL_GROUP_NONE = 0,
   NSL_GROUP_CGROUP,

@@ -132,6 +132,11 @@ size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
 int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
                 const char *type, const char *type_instance,
                 const struct ebpf_nfield *f, size_t n);
+/* The same with the time of the event (CLOCK_REALTIME ns; 0: now). */
+int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
+                   const char *plugin_instance, const char *type,
+                   const char *type_instance, const struct ebpf_nfield *f,
+                   size_t n);
 
 /* ---- names: metric rule 3 of metrics.md ---- */
 /* The naming rule of every group part (cgroup path, interface) of an

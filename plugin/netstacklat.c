@@ -10,8 +10,10 @@
 #include "netns.h"
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
+#include "netstacklat_outliers.skel.h"
 #include "rtclock.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <linux/net_tstamp.h>
 #include <math.h>
@@ -28,6 +30,14 @@
 
 _Static_assert(NSL_NBUCKETS == HIST_NBUCKETS, "bucket layouts differ");
 _Static_assert(NSL_FIRST_SHIFT == HIST_FIRST_SHIFT, "bucket layouts differ");
+/* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
+_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
+                   sizeof(struct netstacklat_outliers_bpf__rodata) &&
+               sizeof(struct netstacklat_bpf__bss) ==
+                   sizeof(struct netstacklat_outliers_bpf__bss) &&
+               sizeof(struct netstacklat_bpf) ==
+                   sizeof(struct netstacklat_outliers_bpf),
+               "the two netstacklat objects differ");
 
 static const char *const hook_names[NSL_NHOOKS] = {
     "ip_start",            "tcp_start",           "udp_start",
@@ -94,6 +104,8 @@ static struct {
   bool include_hol;
   long long max_groups;
   bool timestamps; /* hold an SO_TIMESTAMPING socket */
+  double outlier_s; /* OutlierThreshold; 0: off */
+  long long outlier_limit;
 } cfg;
 
 static void cfg_defaults(void) {
@@ -109,6 +121,8 @@ static void cfg_defaults(void) {
   cfg.include_hol = true;
   cfg.max_groups = 128;
   cfg.timestamps = true;
+  cfg.outlier_s = 0;
+  cfg.outlier_limit = 10;
 }
 
 /* --------------------------------------------------------------- config */
@@ -261,6 +275,12 @@ static int netstacklat_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg.include_hol);
     else if (!strcasecmp(k, "EnableTimestamps"))
       st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg.timestamps);
+    else if (!strcasecmp(k, "OutlierThreshold"))
+      st = cfg_once(c, &seen[9]) ||
+           cfg_seconds(c, 0.000001, 3600, &cfg.outlier_s);
+    else if (!strcasecmp(k, "OutlierLimit"))
+      st = cfg_once(c, &seen[10]) ||
+           cfg_int_range(c, 1, 10000, &cfg.outlier_limit);
     else if (!strcasecmp(k, "MaxGroups"))
       st = cfg_once(c, &seen[7]) ||
            cfg_int_range(c, 1, 65536, &cfg.max_groups);
@@ -303,6 +323,8 @@ static struct netns netns;
 static bool warned_map_full;
 static struct cgroup_tree cgroups;
 static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
+static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
+static uint64_t outliers_notified;
 
 static double now_mono(struct timespec *ts) {
   clock_gettime(CLOCK_MONOTONIC, ts);
@@ -346,7 +368,24 @@ static size_t cg_filter_refresh(bool log_changes) {
 static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
-  skel = netstacklat_bpf__open_opts(&opts);
+  if (!cfg.outlier_s) {
+    skel = netstacklat_bpf__open_opts(&opts);
+  } else {
+    /* The same maps, programs and variables, with the outlier path. */
+    skel = calloc(1, sizeof(*skel));
+    int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
+    if (!err) {
+      skel->skeleton->data =
+          netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz);
+      err = bpf_object__open_skeleton(skel->skeleton, &opts);
+    }
+    if (err) {
+      if (skel)
+        netstacklat_bpf__destroy(skel);
+      skel = NULL;
+      errno = -err;
+    }
+  }
   if (!skel)
     return NULL;
   *skel_out = skel;
@@ -357,6 +396,12 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
   skel->rodata->targ_include_hol = cfg.include_hol;
   skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
+  skel->rodata->targ_outlier_ns = (__u64)(cfg.outlier_s * 1e9 + 0.5);
+  skel->rodata->targ_outlier_limit = (__u64)cfg.outlier_limit;
+  /* Off: the smallest ring buffer there is (one page). */
+  if (!cfg.outlier_s)
+    bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
+                             (__u32)sysconf(_SC_PAGESIZE));
   /* The initial value of the map: in force from the first event on. */
   set_clock_offset();
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
@@ -502,6 +547,105 @@ static void if_names_refresh(const struct group_prev *cur, size_t n) {
   }
 }
 
+/* ------------------------------------------------------------- outliers */
+
+/* "v4:port" or "[v6]:port", as tcp_window writes them; without ":port"
+ * when the port is unknown. */
+static void addr_str(int family, const __u8 *a, int port, bool has_port,
+                     char out[56]) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+  if (!has_port)
+    snprintf(out, 56, family == AF_INET6 ? "[%s]" : "%s", ip);
+  else
+    snprintf(out, 56, family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+static bool cg_refreshed; /* the cgroup tree was read this interval */
+static uint32_t self_netns;  /* collectd's network namespace, this read */
+
+/* One record of the ring buffer: one notification (fields: README,
+ * "Notifications"). */
+static int on_outlier(void *ctx, void *data, size_t len) {
+  const struct nsl_outlier *o = data;
+  if (len < sizeof(*o) || o->hook >= NSL_NHOOKS)
+    return 0;
+  struct ebpf_nfield f[12];
+  size_t n = 0;
+  char local[56], remote[56], ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN];
+  char comm[sizeof(o->comm) + 1], proto[8];
+  f[n++] = NF_STR("hook", hook_names[o->hook]);
+  f[n++] = NF_DBL("latency_s", o->latency_ns / 1e9);
+  if (o->proto || o->family) {
+    if (o->proto == 6 || o->proto == 17)
+      snprintf(proto, sizeof(proto), "%s", o->proto == 6 ? "tcp" : "udp");
+    else
+      snprintf(proto, sizeof(proto), "%u", o->proto);
+    f[n++] = NF_STR("proto", proto);
+  }
+  if (o->family == AF_INET || o->family == AF_INET6) {
+    addr_str(o->family, o->laddr, o->lport, o->has_ports, local);
+    addr_str(o->family, o->raddr, o->rport, o->has_ports, remote);
+    f[n++] = NF_STR("local", local);
+    /* An unconnected UDP socket has none (udp_socket_enqueued). */
+    static const __u8 none[16];
+    if (o->rport || memcmp(o->raddr, none, sizeof(none)))
+      f[n++] = NF_STR("remote", remote);
+  }
+  if (o->pid) {
+    memcpy(comm, o->comm, sizeof(o->comm));
+    comm[sizeof(o->comm)] = 0;
+    f[n++] = NF_INT("pid", o->pid);
+    f[n++] = NF_STR("comm", comm);
+  }
+  if (hook_has_socket((int)o->hook))
+    f[n++] = NF_UINT("queue_len", o->qlen);
+  /* Interface names are those of collectd's own namespace. */
+  if (o->ifindex && o->netns == self_netns &&
+      if_indextoname(o->ifindex, ifname))
+    f[n++] = NF_STR("interface", ifname);
+  if (o->ifindex)
+    f[n++] = NF_UINT("ifindex", o->ifindex);
+  if (o->netns)
+    f[n++] = NF_UINT("netns", o->netns);
+  if (o->cgroup && cgroup2_root()) {
+    const char *rel = cgroup_tree_path(&cgroups, o->cgroup);
+    if (!rel && !cg_refreshed) {
+      cgroup_tree_refresh(&cgroups);
+      cg_refreshed = true;
+      rel = cgroup_tree_path(&cgroups, o->cgroup);
+    }
+    if (rel) {
+      cgroup_name(rel, cg);
+      f[n++] = NF_STR("cgroup", cg);
+    }
+  }
+  ebpf_notify_at((int64_t)o->time_ns, NOTIF_WARNING, FEATURE,
+                 hook_names[o->hook], "", "outlier", f, n);
+  outliers_notified++;
+  return 0;
+}
+
+static void read_outliers(void) {
+  cg_refreshed = false;
+  self_netns = netns_self_inum();
+  int err = ring_buffer__consume(outlier_rb);
+  if (err < 0)
+    E_WARNING("netstacklat: reading outlier records failed: %s",
+              ERRSTR(err));
+  __u64 vals[ncpus], suppressed = 0;
+  __u32 zero = 0;
+  if (bpf_map_lookup_elem(
+          bpf_map__fd(skel->maps.netstacklat_outliers_suppressed), &zero,
+          vals) == 0)
+    for (int c = 0; c < ncpus; c++)
+      suppressed += vals[c];
+  submit_derive(FEATURE, "", "operations", "outliers",
+                (int64_t)outliers_notified);
+  submit_derive(FEATURE, "", "operations", "outliers_suppressed",
+                (int64_t)suppressed);
+}
+
 static void netstacklat_shutdown(void);
 
 static int netstacklat_init(void) {
@@ -570,6 +714,17 @@ static int netstacklat_init(void) {
               "(SO_TIMESTAMPING): %s; packets are stamped only if another "
               "socket asks for it.",
               ERRSTR(ts_sock));
+  if (cfg.outlier_s) {
+    outlier_rb = ring_buffer__new(bpf_map__fd(skel->maps.netstacklat_outliers),
+                                  on_outlier, NULL, NULL);
+    if (!outlier_rb) {
+      E_ERROR("netstacklat: cannot read the outlier ring buffer: %s",
+              ERRSTR(errno));
+      netstacklat_shutdown();
+      return -errno;
+    }
+  }
+  outliers_notified = 0;
   memset(prev, 0, sizeof(prev));
   now_mono(&last_read);
   return 0;
@@ -787,11 +942,15 @@ static int netstacklat_read(void) {
   free(percpu);
   if (cfg.groupby != NSL_GROUP_NONE)
     read_grouped(elapsed);
+  if (outlier_rb)
+    read_outliers();
   return 0;
 }
 
 static void netstacklat_shutdown(void) {
   loader_detach(hooks, NSL_NHOOKS);
+  ring_buffer__free(outlier_rb);
+  outlier_rb = NULL;
   if (skel)
     netstacklat_bpf__destroy(skel);
   skel = NULL;

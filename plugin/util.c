@@ -377,9 +377,21 @@ size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
 int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
                 const char *type, const char *type_instance,
                 const struct ebpf_nfield *f, size_t n) {
+  return ebpf_notify_at(0, severity, plugin, plugin_instance, type,
+                        type_instance, f, n);
+}
+
+int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
+                   const char *plugin_instance, const char *type,
+                   const char *type_instance, const struct ebpf_nfield *f,
+                   size_t n) {
   notification_t nt = {.severity = severity, .meta = NULL};
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  if (realtime_ns > 0) {
+    ts.tv_sec = (time_t)(realtime_ns / 1000000000);
+    ts.tv_nsec = (long)(realtime_ns % 1000000000);
+  } else
+    clock_gettime(CLOCK_REALTIME, &ts);
   nt.time = TIME_T_TO_CDTIME_T(ts.tv_sec) +
             TIME_T_TO_CDTIME_T(ts.tv_nsec) / 1000000000;
   /* collectd fills in neither host nor time of a notification. */

@@ -12,7 +12,8 @@ static const char *const keys[] = {
     "Buckets",    "Interface", "NetworkNamespace", "GroupBy", "MinQueueLength",
     "IncludeHOLBlocked", "MaxGroups", "EnableTimestamps", "WindowClamp",
     "Threshold",  "StalledAfter", "Clamps", "ClampTransitions", "TcpMemory",
-    "StalledReceivers", "StalledNotifications", "Bogus", "",
+    "StalledReceivers", "StalledNotifications", "OutlierThreshold",
+    "OutlierLimit", "Bogus", "",
 };
 static const char *const strs[] = {
     "auto", "fentry", "cpu", "irq", "system.slice/*", "../x", "", "true",

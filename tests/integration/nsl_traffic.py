@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Traffic for the netstacklat tests, run inside the test's namespaces.
 
-  recv-udp ADDR PORT N           receive N datagrams, print the count
-  send-udp ADDR PORT N           send N datagrams of 64 bytes
+  recv-udp ADDR PORT N [DELAY_MS]
+                                 receive N datagrams, print the count; with
+                                 DELAY_MS: before each, wait until one is
+                                 readable and sleep DELAY_MS
+  send-udp ADDR PORT N           send N datagrams of 64 bytes, print the
+                                 sending port after the first
   spin-udp ADDR PORT N CPU       receive N datagrams pinned to CPU, spinning
                                  on non-blocking reads (a reader that takes
                                  each datagram the moment it is queued)
@@ -11,8 +15,9 @@
   recv-tcp ADDR PORT M DELAY_MS  accept one connection; M times: wait until
                                  a message is readable, sleep DELAY_MS, read
                                  it, answer one byte
-  send-tcp ADDR PORT M           connect, send M messages of 100 bytes, each
-                                 after the previous one was answered
+  send-tcp ADDR PORT M           connect, print the local port, send M
+                                 messages of 100 bytes, each after the
+                                 previous one was answered
   sink-udp ADDR PORT SECONDS     receive datagrams for SECONDS, with receive
                                  timestamps on (SO_TIMESTAMPNS), print the count
   stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
@@ -36,8 +41,12 @@ def main():
         s.bind((addr, port))
         print("ready", flush=True)
         s.settimeout(20)
+        delay = float(sys.argv[5]) / 1000.0 if len(sys.argv) > 5 else 0
         got = 0
         while got < n:
+            if delay:
+                select.select([s], [], [], 20)
+                time.sleep(delay)
             s.recv(2048)
             got += 1
         print(got, flush=True)
@@ -87,8 +96,10 @@ def main():
             os.sched_setaffinity(0, {int(sys.argv[5])})
         gap = 0.0002 if cmd == "pace-udp" else 0.0005
         s = socket.socket(fam, socket.SOCK_DGRAM)
-        for _ in range(n):
+        for i in range(n):
             s.sendto(b"u" * 64, (addr, port))
+            if i == 0:
+                print(s.getsockname()[1], flush=True)
             time.sleep(gap)
     elif cmd == "recv-tcp":
         delay = float(sys.argv[5]) / 1000.0
@@ -113,6 +124,7 @@ def main():
         print(n, flush=True)
     elif cmd == "send-tcp":
         c = socket.create_connection((addr, port), timeout=20)
+        print(c.getsockname()[1], flush=True)
         for _ in range(n):
             c.send(b"t" * 100)
             c.recv(1)
