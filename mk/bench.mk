@@ -2,7 +2,8 @@
 # hooks (the floor) and bpftrace (what users run instead). Runs on the host,
 # as root; prints a table and writes CSV to $(BUILD)/bench. It reports and
 # never fails on a threshold. BENCH_ROUNDS=N (default 3) rounds per arm;
-# BENCH_ONLY=per_event,system,plugin picks sections; BENCH_CPU=N pins the
+# BENCH_ONLY=per_event,system,plugin picks sections; BENCH_CONFIGS=
+# filters_off,outliers_on picks per_event's configurations; BENCH_CPU=N pins the
 # traffic (default: the last CPU). See docs/performance.md.
 
 DEB_PKGS += bpftrace sockperf iperf3
