@@ -75,7 +75,11 @@ struct estack {
  * caller fills arg[]. Push on every entry, even one the caller will not
  * count, so that entries and returns stay paired. NULL only if the map
  * lookup fails (it cannot for an array). */
-static __always_inline struct estack_frame *estack_push(void *map) {
+/* aged: stamp the frame with the time, so that a frame whose return never
+ * came ages out. kprobe pairs need it (a kretprobe can be missed); an
+ * fentry/fexit pair cannot lose its return, and saves two clock reads. */
+static __always_inline struct estack_frame *estack_push(void *map,
+                                                        const bool aged) {
   __u32 zero = 0;
   struct estack *s = bpf_map_lookup_elem(map, &zero);
   if (!s)
@@ -83,7 +87,7 @@ static __always_inline struct estack_frame *estack_push(void *map) {
   __u32 top = s->top;
   struct estack_frame *f = &s->f[top & (ESTACK_DEPTH - 1)];
   f->task = bpf_get_current_task();
-  f->t_ns = bpf_ktime_get_ns();
+  f->t_ns = aged ? bpf_ktime_get_ns() : 0;
   s->top = top + 1;
   if (s->n < ESTACK_DEPTH)
     s->n++; /* else the oldest frame was overwritten */
@@ -94,7 +98,8 @@ static __always_inline struct estack_frame *estack_push(void *map) {
  * is younger than ESTACK_MAX_AGE_NS, then drop freed and aged frames from
  * the top. Returns false when there is none (the entry was not seen on this
  * CPU): the call must not be counted. */
-static __always_inline bool estack_pop(void *map, struct estack_frame *out) {
+static __always_inline bool estack_pop(void *map, struct estack_frame *out,
+                                       const bool aged) {
   /* Written on every path: older verifiers (6.1) cannot tell that a caller
    * reads *out only when a frame was found, and refuse a read of stack
    * bytes that some path left unwritten (seen on arm64 with clang 14). */
@@ -104,14 +109,14 @@ static __always_inline bool estack_pop(void *map, struct estack_frame *out) {
   if (!s)
     return false;
   __u64 task = bpf_get_current_task();
-  __u64 now = bpf_ktime_get_ns();
+  __u64 now = aged ? bpf_ktime_get_ns() : 0;
   __u32 top = s->top, n = s->n;
   bool found = false;
   for (__u32 i = 0; i < ESTACK_DEPTH; i++) {
     if (i >= n)
       break;
     struct estack_frame *f = &s->f[(top - 1 - i) & (ESTACK_DEPTH - 1)];
-    if (f->task == task && now - f->t_ns < ESTACK_MAX_AGE_NS) {
+    if (f->task == task && (!aged || now - f->t_ns < ESTACK_MAX_AGE_NS)) {
       *out = *f;
       f->task = 0;
       found = true;
@@ -122,7 +127,7 @@ static __always_inline bool estack_pop(void *map, struct estack_frame *out) {
     if (!n)
       break;
     struct estack_frame *f = &s->f[(top - 1) & (ESTACK_DEPTH - 1)];
-    if (f->task && now - f->t_ns < ESTACK_MAX_AGE_NS)
+    if (f->task && (!aged || now - f->t_ns < ESTACK_MAX_AGE_NS))
       break;
     top--;
     n--;

@@ -658,7 +658,7 @@ int BPF_KPROBE(tcp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
 static __always_inline void udp_enqueue_entry(const struct sock *sk,
                                               const struct sk_buff *skb,
                                               const bool probed) {
-  struct estack_frame *f = estack_push(&netstacklat_udp_enqueue_stack);
+  struct estack_frame *f = estack_push(&netstacklat_udp_enqueue_stack, probed);
   if (!f)
     return;
   __u64 t = RD(probed, skb, tstamp);
@@ -678,7 +678,7 @@ static __always_inline void udp_enqueue_entry(const struct sock *sk,
 static __always_inline void udp_enqueue_return(int ret, const struct sock *sk,
                                                const bool probed) {
   struct estack_frame f;
-  if (!estack_pop(&netstacklat_udp_enqueue_stack, &f) || ret != 0)
+  if (!estack_pop(&netstacklat_udp_enqueue_stack, &f, probed) || ret != 0)
     return;
   if (probed)
     sk = (const void *)f.arg[UDPQ_SK];

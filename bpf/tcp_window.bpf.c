@@ -125,7 +125,7 @@ int BPF_PROG(tcp_window_fexit, struct sock *sk, struct sk_buff *skb,
  * until after the return. */
 SEC("kprobe/tcp_try_rmem_schedule")
 int BPF_KPROBE(tcp_window_kprobe, struct sock *sk) {
-  struct estack_frame *f = estack_push(&tcp_window_inflight);
+  struct estack_frame *f = estack_push(&tcp_window_inflight, true);
   if (f)
     f->arg[0] = (__u64)sk;
   return 0;
@@ -134,7 +134,7 @@ int BPF_KPROBE(tcp_window_kprobe, struct sock *sk) {
 SEC("kretprobe/tcp_try_rmem_schedule")
 int BPF_KRETPROBE(tcp_window_kretprobe) {
   struct estack_frame f;
-  if (!estack_pop(&tcp_window_inflight, &f))
+  if (!estack_pop(&tcp_window_inflight, &f, true))
     return 0;
   struct sock *sk = (struct sock *)f.arg[0];
   if (targ_netns &&
