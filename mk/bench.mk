@@ -9,8 +9,8 @@
 DEB_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
-BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/empty.bpf.o \
-	$(BUILD)/bench/ladder.bpf.o
+BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices \
+	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o
 
 .PHONY: bench
 
@@ -33,3 +33,9 @@ $(BUILD)/bench/readcost: bench/readcost.c | $(BUILD)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -DHAVE_CONFIG_H -I/usr/include/collectd \
 		-rdynamic $< -o $@ -ldl
+
+# readcost's collectd stand-ins, plus the plugin's programs re-attached here.
+$(BUILD)/bench/slices: bench/slices.c bench/readcost.c | $(BUILD)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -DHAVE_CONFIG_H -I/usr/include/collectd \
+		-rdynamic $< -o $@ -ldl -lbpf -lpthread
