@@ -103,7 +103,7 @@ help:
 	@echo "make check-vm   every attach flavour on Debian 11-13's kernels (5.10, 6.1, 6.12) under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_NOBTF, VM_KVM=1)"
 	@echo "make ARCH=arm64 cross-build build/aarch64/ebpf.so (sysroot from Debian's arm64 .debs)"
 	@echo "make debs       .debs for bookworm and trixie, amd64 and arm64 (DEBS_RELEASES, DEBS_ARCHES)"
-	@echo "make bench      per-event, system and plugin costs (BENCH_ROUNDS); docs/performance.md"
+	@echo "make bench      per-event, system and plugin costs, issue 13 targets (BENCH_ROUNDS, BENCH_ONLY); docs/development.md"
 	@echo "make fuzz       libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make check-asan / check-valgrind / check-lifecycle / soak   docs/reliability.md"
 	@echo "make deb / rpm / lintian / rpmlint / man / graphs            packages and graphs"
