@@ -26,6 +26,14 @@ const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
+/* SampleEvery: time one event in this many, per CPU and histogram entry;
+ * count all of them. The path is compiled only into
+ * netstacklat_sampled.bpf.c and netstacklat_outliers.bpf.c (NSL_SAMPLING
+ * 1), loaded when it is above 1. */
+#ifndef NSL_SAMPLING
+#define NSL_SAMPLING 0
+#endif
+const volatile __u32 targ_sample_every = 1;
 /* OutlierThreshold in ns; 0: off. The path is compiled only into
  * netstacklat_outliers.bpf.c (NSL_OUTLIERS 1), loaded when it is on. */
 #ifndef NSL_OUTLIERS
@@ -331,6 +339,17 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
   if (not_rx) {
     h->skipped[NSL_SKIP_NOT_RX]++;
     return;
+  }
+  h->count++;
+  /* SampleEvery N: the first event of each run of N is timed, the N - 1
+   * after it only counted: no clock read for them. A countdown in the
+   * CPU's own entry, so no atomics and no division. */
+  if (NSL_SAMPLING && targ_sample_every > 1) {
+    if (h->countdown) {
+      h->countdown--;
+      return;
+    }
+    h->countdown = targ_sample_every - 1;
   }
   __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
   __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);
