@@ -26,6 +26,10 @@ const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
+/* Which enqueue hooks the one sk_data_ready program (enqueued_tp) serves:
+ * those whose tracepoint flavour the loader chose. */
+const volatile bool targ_tcp_enqueued_tp = true;
+const volatile bool targ_udp_enqueued_tp = true;
 /* SampleEvery: time one event in this many, per CPU and histogram entry;
  * count all of them. The path is compiled only into
  * netstacklat_sampled.bpf.c and netstacklat_outliers.bpf.c (NSL_SAMPLING
@@ -456,10 +460,13 @@ static __always_inline void socket_skb_hook(__u32 hook, const struct sock *sk,
   record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, sk, skb, 0);
 }
 
-static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
+static __always_inline bool is_inet(const struct sock *sk) {
   __u16 family = sk->__sk_common.skc_family;
-  return sk->sk_protocol == proto && (family == 2 /* AF_INET */ ||
-                                      family == 10 /* AF_INET6 */);
+  return family == 2 /* AF_INET */ || family == 10 /* AF_INET6 */;
+}
+
+static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
+  return sk->sk_protocol == proto && is_inet(sk);
 }
 
 /* Reads that waited behind a hole (data that arrived out of order and sat
@@ -651,15 +658,6 @@ static __always_inline void enqueued_tail(__u32 hook, const struct sock *sk) {
   socket_skb_hook(hook, sk, skb, false);
 }
 
-/* sk_data_ready fires when a socket is told it has data: right after a
- * TCP segment or a UDP datagram was queued. */
-SEC("tp_btf/sk_data_ready")
-int BPF_PROG(tcp_enqueued_tp, const struct sock *sk) {
-  if (is_proto(sk, 6 /* IPPROTO_TCP */))
-    enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
-  return 0;
-}
-
 /* kprobe at entry: the skb is about to be queued (a few ns earlier than
  * the fexit point). */
 SEC("kprobe/tcp_queue_rcv")
@@ -770,10 +768,24 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
   record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group, sk, NULL, iif);
 }
 
+/* sk_data_ready fires when a socket is told it has data: right after a
+ * TCP segment or a UDP datagram was queued. One program serves both
+ * enqueue hooks, so the tracepoint's entry and the socket's protocol and
+ * family loads are paid once per event; the loader keeps it when either
+ * hook chose the tracepoint flavour, and the plugin sets which of the two
+ * it serves (targ_*_enqueued_tp: the other's path is pruned). */
 SEC("tp_btf/sk_data_ready")
-int BPF_PROG(udp_enqueued_tp, const struct sock *sk) {
-  if (is_proto(sk, 17 /* IPPROTO_UDP */))
-    udp_enqueued_tail(sk);
+int BPF_PROG(enqueued_tp, const struct sock *sk) {
+  /* Each setting tested on its own branch, before the protocol: the
+   * verifier then drops the path of a hook not served. */
+  __u16 proto = sk->sk_protocol;
+  if (targ_tcp_enqueued_tp && proto == 6 /* IPPROTO_TCP */) {
+    if (is_inet(sk))
+      enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
+  } else if (targ_udp_enqueued_tp && proto == 17 /* IPPROTO_UDP */) {
+    if (is_inet(sk))
+      udp_enqueued_tail(sk);
+  }
   return 0;
 }
 

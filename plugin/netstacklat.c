@@ -82,13 +82,15 @@ static const struct hook_def hook_defs[NSL_NHOOKS] = {
       P(udp_start_kprobe_v4),
       P(udp_start_kprobe_v6, true)}},
     {"tcp_socket_enqueued",
-     {P(tcp_enqueued_fexit), P(tcp_enqueued_tp), P(tcp_enqueued_kprobe)}},
+     /* enqueued_tp serves both enqueue hooks (one program on the
+      * tracepoint): the loader loads and attaches it once. */
+     {P(tcp_enqueued_fexit), P(enqueued_tp), P(tcp_enqueued_kprobe)}},
     {"udp_socket_enqueued",
      /* Entry before return in each pair: the loader attaches in this
       * order, so every return that fires had its entry seen. */
      {P(udp_enqueued_fentry),
       P(udp_enqueued_fexit),
-      P(udp_enqueued_tp),
+      P(enqueued_tp),
       P(udp_enqueued_kprobe),
       P(udp_enqueued_kretprobe)}},
     {"tcp_socket_read",
@@ -441,7 +443,15 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   return skel->obj;
 }
 
-static int nsl_load(void *ctx) { return netstacklat_bpf__load(skel); }
+static int nsl_load(void *ctx) {
+  /* The flavours are chosen by now: the shared sk_data_ready program
+   * serves the enqueue hooks that chose it, and only those. */
+  skel->rodata->targ_tcp_enqueued_tp =
+      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  skel->rodata->targ_udp_enqueued_tp =
+      hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  return netstacklat_bpf__load(skel);
+}
 
 static void nsl_destroy(void *ctx) {
   netstacklat_bpf__destroy(skel);
