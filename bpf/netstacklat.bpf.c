@@ -26,6 +26,18 @@ const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
+/* Which enqueue hooks the one sk_data_ready program (enqueued_tp) serves:
+ * those whose tracepoint flavour the loader chose. */
+const volatile bool targ_tcp_enqueued_tp = true;
+const volatile bool targ_udp_enqueued_tp = true;
+/* SampleEvery: time one event in this many, per CPU and histogram entry;
+ * count all of them. The path is compiled only into
+ * netstacklat_sampled.bpf.c and netstacklat_outliers.bpf.c (NSL_SAMPLING
+ * 1), loaded when it is above 1. */
+#ifndef NSL_SAMPLING
+#define NSL_SAMPLING 0
+#endif
+const volatile __u32 targ_sample_every = 1;
 /* OutlierThreshold in ns; 0: off. The path is compiled only into
  * netstacklat_outliers.bpf.c (NSL_OUTLIERS 1), loaded when it is on. */
 #ifndef NSL_OUTLIERS
@@ -332,6 +344,17 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
     h->skipped[NSL_SKIP_NOT_RX]++;
     return;
   }
+  h->count++;
+  /* SampleEvery N: the first event of each run of N is timed, the N - 1
+   * after it only counted: no clock read for them. A countdown in the
+   * CPU's own entry, so no atomics and no division. */
+  if (NSL_SAMPLING && targ_sample_every > 1) {
+    if (h->countdown) {
+      h->countdown--;
+      return;
+    }
+    h->countdown = targ_sample_every - 1;
+  }
   __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
   __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);
   if (delta < 0) {
@@ -437,10 +460,13 @@ static __always_inline void socket_skb_hook(__u32 hook, const struct sock *sk,
   record(hook, t, t ? tstamp_not_rx(skb, probed) : 0, group, sk, skb, 0);
 }
 
-static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
+static __always_inline bool is_inet(const struct sock *sk) {
   __u16 family = sk->__sk_common.skc_family;
-  return sk->sk_protocol == proto && (family == 2 /* AF_INET */ ||
-                                      family == 10 /* AF_INET6 */);
+  return family == 2 /* AF_INET */ || family == 10 /* AF_INET6 */;
+}
+
+static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
+  return sk->sk_protocol == proto && is_inet(sk);
 }
 
 /* Reads that waited behind a hole (data that arrived out of order and sat
@@ -632,15 +658,6 @@ static __always_inline void enqueued_tail(__u32 hook, const struct sock *sk) {
   socket_skb_hook(hook, sk, skb, false);
 }
 
-/* sk_data_ready fires when a socket is told it has data: right after a
- * TCP segment or a UDP datagram was queued. */
-SEC("tp_btf/sk_data_ready")
-int BPF_PROG(tcp_enqueued_tp, const struct sock *sk) {
-  if (is_proto(sk, 6 /* IPPROTO_TCP */))
-    enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
-  return 0;
-}
-
 /* kprobe at entry: the skb is about to be queued (a few ns earlier than
  * the fexit point). */
 SEC("kprobe/tcp_queue_rcv")
@@ -751,10 +768,24 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
   record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group, sk, NULL, iif);
 }
 
+/* sk_data_ready fires when a socket is told it has data: right after a
+ * TCP segment or a UDP datagram was queued. One program serves both
+ * enqueue hooks, so the tracepoint's entry and the socket's protocol and
+ * family loads are paid once per event; the loader keeps it when either
+ * hook chose the tracepoint flavour, and the plugin sets which of the two
+ * it serves (targ_*_enqueued_tp: the other's path is pruned). */
 SEC("tp_btf/sk_data_ready")
-int BPF_PROG(udp_enqueued_tp, const struct sock *sk) {
-  if (is_proto(sk, 17 /* IPPROTO_UDP */))
-    udp_enqueued_tail(sk);
+int BPF_PROG(enqueued_tp, const struct sock *sk) {
+  /* Each setting tested on its own branch, before the protocol: the
+   * verifier then drops the path of a hook not served. */
+  __u16 proto = sk->sk_protocol;
+  if (targ_tcp_enqueued_tp && proto == 6 /* IPPROTO_TCP */) {
+    if (is_inet(sk))
+      enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
+  } else if (targ_udp_enqueued_tp && proto == 17 /* IPPROTO_UDP */) {
+    if (is_inet(sk))
+      udp_enqueued_tail(sk);
+  }
   return 0;
 }
 

@@ -40,12 +40,20 @@ enum nsl_skip {
   NSL_NSKIPS,
 };
 
-/* One per hook (and per group with GroupBy), per CPU, cumulative. */
+/* One per hook (and per group with GroupBy), per CPU, cumulative: 280
+ * bytes (docs and MaxGroups' memory figure say so; a unit test checks).
+ * count: every event with a receive time, timed or not (SampleEvery);
+ * bucket, sum_ns and the skips after the clock read (future) are of the
+ * timed events only. countdown: SampleEvery, events still to be let
+ * through untimed before the next timed one (kernel side only). */
 struct nsl_hist {
   __u64 bucket[NSL_NBUCKETS];
   __u64 sum_ns;
   __u64 skipped[NSL_NSKIPS];
+  __u64 count;
+  __u64 countdown;
 };
+#define NSL_HIST_SIZE 280
 
 struct nsl_group_key {
   __u64 group; /* cgroup id, or ifindex (netns inode << 32 | ifindex with

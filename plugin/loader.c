@@ -343,7 +343,9 @@ static void choose(struct hook_state *h) {
       break;
     }
   }
-  /* Autoload exactly the chosen flavour's programs that can attach. */
+  /* Autoload the chosen flavour's programs that can attach. Only ever
+   * switched on here: a program two hooks share is loaded when either
+   * chose its flavour (loader_run() switched every one off first). */
   for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].skel_off; i++) {
     struct bpf_program *p = prog_of(&d->progs[i]);
     if (!p)
@@ -353,18 +355,30 @@ static void choose(struct hook_state *h) {
       const char *why;
       on = probe_cached(bpf_program__section_name(p), &why) == 0;
     }
-    bpf_program__set_autoload(p, on);
+    if (on)
+      bpf_program__set_autoload(p, true);
   }
 }
 
-static struct hook_state *owner_of(struct hook_state *hooks, size_t n,
-                                   const char *prog) {
+/* Whether program p is one of hook h's and feeds it now (h chose p's
+ * flavour). */
+static bool hook_uses(const struct hook_state *h, struct bpf_program *p) {
+  if (h->flavour < 0 || prog_flavour(p) != h->flavour)
+    return false;
+  for (int j = 0; j < HOOK_MAX_PROGS && h->def->progs[j].skel_off; j++)
+    if (prog_of(&h->def->progs[j]) == p)
+      return true;
+  return false;
+}
+
+static struct bpf_program *prog_named(struct hook_state *hooks, size_t n,
+                                      const char *name) {
   for (size_t i = 0; i < n; i++)
     for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].skel_off;
          j++) {
       struct bpf_program *p = prog_of(&hooks[i].def->progs[j]);
-      if (p && strcmp(bpf_program__name(p), prog) == 0)
-        return &hooks[i];
+      if (p && strcmp(bpf_program__name(p), name) == 0)
+        return p;
     }
   return NULL;
 }
@@ -425,11 +439,20 @@ void loader_detach(struct hook_state *hooks, size_t nhooks) {
   }
 }
 
-static int attach_hook(struct hook_state *h) {
+/* Attach hooks[k]'s programs. One that an earlier hook shares and uses is
+ * attached already (hooks are attached in order, and a failure ends the
+ * round): attached twice, it would run twice per event. */
+static int attach_hook(struct hook_state *hooks, size_t k) {
+  struct hook_state *h = &hooks[k];
   const struct hook_def *d = h->def;
   for (int i = 0; i < HOOK_MAX_PROGS && d->progs[i].skel_off; i++) {
     struct bpf_program *p = prog_of(&d->progs[i]);
-    if (!p || !bpf_program__autoload(p))
+    if (!p || !bpf_program__autoload(p) || !hook_uses(h, p))
+      continue;
+    bool shared = false;
+    for (size_t e = 0; e < k && !shared; e++)
+      shared = hook_uses(&hooks[e], p);
+    if (shared)
       continue;
     struct bpf_link *l = bpf_program__attach(p);
     if (!l) {
@@ -492,15 +515,35 @@ int loader_run(const char *feature, const struct loader_ops *ops,
       goto out;
     }
     for (size_t i = 0; i < nhooks; i++)
+      for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].skel_off;
+           j++) {
+        struct bpf_program *p = prog_of(&hooks[i].def->progs[j]);
+        if (p)
+          bpf_program__set_autoload(p, false);
+      }
+    for (size_t i = 0; i < nhooks; i++)
       choose(&hooks[i]);
 
     log_blame[0] = 0;
     int err = ops->load(ops->ctx);
     if (err) {
       err = err < 0 ? err : -errno;
-      struct hook_state *h = log_blame[0] ? owner_of(hooks, nhooks, log_blame)
-                                          : NULL;
-      if (!h || h->flavour < 0) {
+      /* The flavour that failed is struck off for every hook that uses
+       * the program (a shared one fails them all). */
+      struct bpf_program *bp =
+          log_blame[0] ? prog_named(hooks, nhooks, log_blame) : NULL;
+      size_t blamed = 0;
+      for (size_t i = 0; bp && i < nhooks; i++) {
+        struct hook_state *h = &hooks[i];
+        if (!hook_uses(h, bp))
+          continue;
+        h->failed[h->flavour] = true;
+        snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
+                 "program %s rejected by the kernel: %s (errno %d)",
+                 log_blame, ERRSTR(err), -err);
+        blamed++;
+      }
+      if (!blamed) {
         E_WARNING("%s: loading the BPF object failed: %s", feature,
                   ERRSTR(err));
         ops->destroy(ops->ctx);
@@ -509,17 +552,13 @@ int loader_run(const char *feature, const struct loader_ops *ops,
           hooks[i].flavour = -1;
         goto out;
       }
-      h->failed[h->flavour] = true;
-      snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
-               "program %s rejected by the kernel: %s (errno %d)", log_blame,
-               ERRSTR(err), -err);
       ops->destroy(ops->ctx);
       continue;
     }
 
     bool again = false;
     for (size_t i = 0; i < nhooks && !again; i++)
-      if (hooks[i].flavour >= 0 && attach_hook(&hooks[i]) != 0)
+      if (hooks[i].flavour >= 0 && attach_hook(hooks, i) != 0)
         again = true;
     if (again) {
       loader_detach(hooks, nhooks);

@@ -11,7 +11,13 @@
  * the one AttachMode forces, probing each with an empty program on the same
  * targets; the losers' programs get autoload off. If loading or attaching the
  * real programs still fails, the flavour that failed is struck off and the
- * cycle is repeated, so one bad hook never takes the others down. */
+ * cycle is repeated, so one bad hook never takes the others down.
+ *
+ * Two hooks may list the same program (one program on a tracepoint serving
+ * both): it is loaded when either hook chose its flavour and attached once
+ * (its link belongs to the first such hook), and a failure strikes that
+ * flavour off for both. ops->load runs after the choice, so the feature can
+ * tell the program there which hooks it serves. */
 #ifndef EBPF_LOADER_H
 #define EBPF_LOADER_H
 

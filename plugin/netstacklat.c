@@ -11,6 +11,7 @@
 #include "netstacklat.h"
 #include "netstacklat.skel.h"
 #include "netstacklat_outliers.skel.h"
+#include "netstacklat_sampled.skel.h"
 #include "rtclock.h"
 
 #include <arpa/inet.h>
@@ -30,6 +31,9 @@
 
 _Static_assert(NSL_NBUCKETS == HIST_NBUCKETS, "bucket layouts differ");
 _Static_assert(NSL_FIRST_SHIFT == HIST_FIRST_SHIFT, "bucket layouts differ");
+_Static_assert(sizeof(struct nsl_hist) == NSL_HIST_SIZE,
+               "struct nsl_hist changed size: update NSL_HIST_SIZE and the "
+               "memory figures in the README and docs");
 /* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
 _Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
                    sizeof(struct netstacklat_outliers_bpf__rodata) &&
@@ -38,6 +42,13 @@ _Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
                sizeof(struct netstacklat_bpf) ==
                    sizeof(struct netstacklat_outliers_bpf),
                "the two netstacklat objects differ");
+_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
+                   sizeof(struct netstacklat_sampled_bpf__rodata) &&
+               sizeof(struct netstacklat_bpf__bss) ==
+                   sizeof(struct netstacklat_sampled_bpf__bss) &&
+               sizeof(struct netstacklat_bpf) ==
+                   sizeof(struct netstacklat_sampled_bpf),
+               "the netstacklat objects differ");
 
 static const char *const hook_names[NSL_NHOOKS] = {
     "ip_start",            "tcp_start",           "udp_start",
@@ -71,13 +82,15 @@ static const struct hook_def hook_defs[NSL_NHOOKS] = {
       P(udp_start_kprobe_v4),
       P(udp_start_kprobe_v6, true)}},
     {"tcp_socket_enqueued",
-     {P(tcp_enqueued_fexit), P(tcp_enqueued_tp), P(tcp_enqueued_kprobe)}},
+     /* enqueued_tp serves both enqueue hooks (one program on the
+      * tracepoint): the loader loads and attaches it once. */
+     {P(tcp_enqueued_fexit), P(enqueued_tp), P(tcp_enqueued_kprobe)}},
     {"udp_socket_enqueued",
      /* Entry before return in each pair: the loader attaches in this
       * order, so every return that fires had its entry seen. */
      {P(udp_enqueued_fentry),
       P(udp_enqueued_fexit),
-      P(udp_enqueued_tp),
+      P(enqueued_tp),
       P(udp_enqueued_kprobe),
       P(udp_enqueued_kretprobe)}},
     {"tcp_socket_read",
@@ -106,6 +119,7 @@ static struct {
   bool timestamps; /* hold an SO_TIMESTAMPING socket */
   double outlier_s; /* OutlierThreshold; 0: off */
   long long outlier_limit;
+  long long sample_every; /* SampleEvery: time one event in this many */
 } cfg;
 
 static void cfg_defaults(void) {
@@ -123,6 +137,7 @@ static void cfg_defaults(void) {
   cfg.timestamps = true;
   cfg.outlier_s = 0;
   cfg.outlier_limit = 10;
+  cfg.sample_every = 1;
 }
 
 /* --------------------------------------------------------------- config */
@@ -281,6 +296,9 @@ static int netstacklat_config(const oconfig_item_t *ci) {
     else if (!strcasecmp(k, "OutlierLimit"))
       st = cfg_once(c, &seen[10]) ||
            cfg_int_range(c, 1, 10000, &cfg.outlier_limit);
+    else if (!strcasecmp(k, "SampleEvery"))
+      st = cfg_once(c, &seen[11]) ||
+           cfg_int_range(c, 1, 65536, &cfg.sample_every);
     else if (!strcasecmp(k, "MaxGroups"))
       st = cfg_once(c, &seen[7]) ||
            cfg_int_range(c, 1, 65536, &cfg.max_groups);
@@ -368,15 +386,18 @@ static size_t cg_filter_refresh(bool log_changes) {
 static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
-  if (!cfg.outlier_s) {
+  if (!cfg.outlier_s && cfg.sample_every <= 1) {
     skel = netstacklat_bpf__open_opts(&opts);
   } else {
-    /* The same maps, programs and variables, with the outlier path. */
+    /* The same maps, programs and variables, with the outlier path (and
+     * the sampling path), or with the sampling path alone. */
     skel = calloc(1, sizeof(*skel));
     int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
     if (!err) {
       skel->skeleton->data =
-          netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz);
+          cfg.outlier_s
+              ? netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz)
+              : netstacklat_sampled_bpf__elf_bytes(&skel->skeleton->data_sz);
       err = bpf_object__open_skeleton(skel->skeleton, &opts);
     }
     if (err) {
@@ -398,6 +419,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
   skel->rodata->targ_outlier_ns = (__u64)(cfg.outlier_s * 1e9 + 0.5);
   skel->rodata->targ_outlier_limit = (__u64)cfg.outlier_limit;
+  skel->rodata->targ_sample_every = (__u32)cfg.sample_every;
   /* Off: the smallest ring buffer there is (one page). */
   if (!cfg.outlier_s)
     bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
@@ -406,7 +428,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   set_clock_offset();
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
-   * Preallocated per CPU: entries x CPUs x 264 bytes. */
+   * Preallocated per CPU: entries x CPUs x 280 bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
@@ -421,7 +443,15 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   return skel->obj;
 }
 
-static int nsl_load(void *ctx) { return netstacklat_bpf__load(skel); }
+static int nsl_load(void *ctx) {
+  /* The flavours are chosen by now: the shared sk_data_ready program
+   * serves the enqueue hooks that chose it, and only those. */
+  skel->rodata->targ_tcp_enqueued_tp =
+      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  skel->rodata->targ_udp_enqueued_tp =
+      hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  return netstacklat_bpf__load(skel);
+}
 
 static void nsl_destroy(void *ctx) {
   netstacklat_bpf__destroy(skel);
@@ -739,6 +769,7 @@ static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
     for (int k = 0; k < NSL_NBUCKETS; k++)
       out->bucket[k] += h->bucket[k];
     out->sum_ns += h->sum_ns;
+    out->count += h->count;
     for (int s = 0; s < NSL_NSKIPS; s++)
       out->skipped[s] += h->skipped[s];
   }
@@ -763,9 +794,9 @@ static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
   uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
                               (const uint64_t *)before->bucket, now->sum_ns,
                               before->sum_ns, d, &dsum);
-  /* The counters are cumulative and never reset while we run. */
-  uint64_t total = hist_total((const uint64_t *)now->bucket);
-  submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
+  /* The counters are cumulative and never reset while we run. count is
+   * exact for any SampleEvery; the buckets hold the timed events only. */
+  submit_derive(FEATURE, inst, "operations", NULL, (int64_t)now->count);
   for (int s = 0; s < NSL_NSKIPS; s++)
     if (skip_applies(hook, s))
       submit_derive(FEATURE, inst, "operations", skip_names[s],
@@ -776,11 +807,15 @@ static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
                  n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
   submit_gauge(FEATURE, inst, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
   submit_gauge(FEATURE, inst, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
+  /* SampleEvery N: one event in N was timed, so a bucket's rate is its
+   * timed count times N. The only place the sampling rate enters. */
+  double scale = (double)cfg.sample_every;
   if (cfg.buckets && elapsed > 0)
     for (int k = 0; k < HIST_NBUCKETS; k++) {
       char name[64];
       hist_bucket_name((unsigned)k, name, sizeof(name));
-      submit_gauge(FEATURE, inst, "bucket", name, (double)d[k] / elapsed);
+      submit_gauge(FEATURE, inst, "bucket", name,
+                   (double)d[k] * scale / elapsed);
     }
 }
 

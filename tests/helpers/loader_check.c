@@ -1,5 +1,8 @@
 /* Drives plugin/loader.c with a real BPF object (bpf/selftest.bpf.c) on the
- * running kernel. Usage: loader_check auto|fentry|tracepoint|kprobe N
+ * running kernel. Usage: loader_check auto|fentry|tracepoint|kprobe N [shared]
+ * With "shared", a third hook, "shared", has openat's tracepoint program as
+ * its only flavour (one program serving two hooks, as netstacklat's
+ * sk_data_ready program does); links= then tells how many links there are.
  * Prints, as key=value lines: the flavour chosen for each hook, the calls
  * the BPF program counted for N openat() calls of ours, and the plugin's
  * log lines; tests/integration/test_loader judges them. */
@@ -36,11 +39,13 @@ static const struct hook_def hooks_def[] = {
     {"missing",
      {HOOK_PROG(selftest_bpf, missing_fentry),
       HOOK_PROG(selftest_bpf, missing_kprobe)}},
+    {"shared", {HOOK_PROG(selftest_bpf, openat_tp)}},
 };
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s auto|fentry|tracepoint|kprobe N\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "shared") == 0)) {
+    fprintf(stderr, "usage: %s auto|fentry|tracepoint|kprobe N [shared]\n",
+            argv[0]);
     return 2;
   }
   static const char *const modes[] = {"auto", "fentry", "tracepoint",
@@ -51,12 +56,18 @@ int main(int argc, char **argv) {
   int n = atoi(argv[2]);
 
   loader_log_install();
-  struct hook_state hooks[2] = {{.def = &hooks_def[0], .wanted = true},
-                                {.def = &hooks_def[1], .wanted = true}};
+  int nh = argc == 4 ? 3 : 2;
+  struct hook_state hooks[3] = {{.def = &hooks_def[0], .wanted = true},
+                                {.def = &hooks_def[1], .wanted = true},
+                                {.def = &hooks_def[2], .wanted = true}};
   struct loader_ops ops = {NULL, st_open, st_load, st_destroy};
-  int attached = loader_run("selftest", &ops, hooks, 2);
+  int attached = loader_run("selftest", &ops, hooks, (size_t)nh);
   printf("attached=%d\n", attached);
-  for (int i = 0; i < 2; i++)
+  int links = 0;
+  for (int i = 0; i < nh; i++)
+    links += hooks[i].nlinks;
+  printf("links=%d\n", links);
+  for (int i = 0; i < nh; i++)
     printf("hook.%s=%s\n", hooks_def[i].name,
            hooks[i].flavour >= 0 ? flavour_name(hooks[i].flavour) : "none");
 
@@ -68,7 +79,7 @@ int main(int argc, char **argv) {
     }
     printf("counted=%llu\n", (unsigned long long)skel->bss->openat_calls);
   }
-  loader_detach(hooks, 2);
+  loader_detach(hooks, (size_t)nh);
   if (skel)
     st_destroy(NULL);
   loader_log_restore();

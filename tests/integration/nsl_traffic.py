@@ -18,11 +18,18 @@
   send-tcp ADDR PORT M           connect, print the local port, send M
                                  messages of 100 bytes, each after the
                                  previous one was answered
+  count-udp ADDR PORT N          receive until N datagrams came or none for
+                                 5 s, with a 4 MiB buffer (no drops while
+                                 several senders burst); print the count
+  recv-tcp-jitter ADDR PORT M    recv-tcp with a random wait before each
+                                 read (log-uniform, 4 us to 1 ms, fixed
+                                 seed): queueing delays over many buckets
   sink-udp ADDR PORT SECONDS     receive datagrams for SECONDS, with receive
                                  timestamps on (SO_TIMESTAMPNS), print the count
   stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
 A line "ready" on stdout tells that a receiver listens."""
 import os
+import random
 import select
 import socket
 import sys
@@ -69,6 +76,20 @@ def main():
                 if got and time.monotonic() - last > 3:
                     break  # the sender is done; the rest was dropped
         print(got, flush=True)
+    elif cmd == "count-udp":
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
+        s.bind((addr, port))
+        print("ready", flush=True)
+        s.settimeout(5)
+        got = 0
+        try:
+            while got < n:
+                s.recv(2048)
+                got += 1
+        except socket.timeout:
+            pass
+        print(got, flush=True)
     elif cmd == "sink-udp":
         s = socket.socket(fam, socket.SOCK_DGRAM)
         # Timestamps on from now, not only once the plugin holds its socket.
@@ -101,8 +122,9 @@ def main():
             if i == 0:
                 print(s.getsockname()[1], flush=True)
             time.sleep(gap)
-    elif cmd == "recv-tcp":
-        delay = float(sys.argv[5]) / 1000.0
+    elif cmd in ("recv-tcp", "recv-tcp-jitter"):
+        rng = random.Random(13)
+        delay = float(sys.argv[5]) / 1000.0 if cmd == "recv-tcp" else 0
         ls = socket.socket(fam, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind((addr, port))
@@ -110,6 +132,8 @@ def main():
         print("ready", flush=True)
         c, _ = ls.accept()
         for _ in range(n):
+            if cmd == "recv-tcp-jitter":
+                time.sleep(2 ** rng.uniform(-18, -10))  # 3.8 us .. 0.98 ms
             select.select([c], [], [], 20)
             if delay:
                 time.sleep(delay)
