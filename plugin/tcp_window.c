@@ -524,6 +524,8 @@ static int iter_count(uint32_t ms, struct stall_acc *acc) {
 #define STALLED_TRACK_MAX 4096 /* beyond: counted, not notified */
 #define OWNER_SCAN_MAX_FDS 65536 /* /proc/<pid>/fd entries per read */
 
+/* The iterator's map of tracked cookies holds every tracked socket. */
+_Static_assert(STALLED_TRACK_MAX == TCPW_TRACK_MAX, "tcpw_tracked size");
 static size_t st_track_max = STALLED_TRACK_MAX; /* the unit test lowers them */
 static size_t st_scan_max = OWNER_SCAN_MAX_FDS;
 
