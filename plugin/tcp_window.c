@@ -428,10 +428,13 @@ static int iter_init(const struct netns *ns, char *why, size_t len) {
     err = -errno;
     goto fail;
   }
-  step = "load (needs iter/tcp, bpf_get_socket_cookie in tracing programs "
-         "(5.12) and the kernel's CONFIG_HZ from its config)";
-  if ((err = tcp_window_iter_bpf__load(iskel)) != 0)
+  if ((err = tcp_window_iter_bpf__load(iskel)) != 0) {
+    step = err == -EPERM ? "load (needs CAP_BPF and CAP_PERFMON)"
+                         : "load (needs iter/tcp, bpf_get_socket_cookie in "
+                           "tracing programs (5.12) and the kernel's "
+                           "CONFIG_HZ from its config)";
     goto fail;
+  }
   step = "attach";
   iter_link = bpf_program__attach_iter(iskel->progs.tcp_window_scan, NULL);
   if (!iter_link) {
