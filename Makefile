@@ -129,6 +129,7 @@ $(foreach s,$(BPF_SRCS:bpf/%.bpf.c=%),$(eval $(BUILD)/plugin/$(s).o: $(BUILD)/bp
 $(BUILD)/plugin/loader.o: $(BUILD)/bpf/probe.skel.h
 $(BUILD)/plugin/netstacklat.o: $(BUILD)/bpf/netstacklat_outliers.skel.h \
 	$(BUILD)/bpf/netstacklat_sampled.skel.h
+$(BUILD)/plugin/tcp_window.o: $(BUILD)/bpf/tcp_window_iter.skel.h
 
 $(PLUGIN_SO): $(PLUGIN_OBJS)
 	$(call msg,LINK,$@)

@@ -15,6 +15,11 @@ BENCH_ROUNDS ?= 3
 BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices \
 	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o
 
+# bench/socketscan: the stalled-receiver scan's cost against idle sockets.
+SOCKETSCAN_BINS := $(BUILD)/bench/readcost $(BUILD)/bench/iter_floor.bpf.o
+.PHONY: socketscan-bins
+socketscan-bins: $(PLUGIN_SO) $(SOCKETSCAN_BINS)
+
 .PHONY: bench
 
 bench: deps $(PLUGIN_SO) $(BENCH_BINS)

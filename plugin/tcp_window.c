@@ -8,6 +8,7 @@
 #include "netns.h"
 #include "tcp_window.h"
 #include "tcp_window.skel.h"
+#include "tcp_window_iter.skel.h"
 #include "tcp_window_parse.h"
 
 #include <arpa/inet.h>
@@ -128,6 +129,10 @@ static int diag_fd = -1;
 static uint32_t diag_seq;
 static bool stalled_on;
 static unsigned char *diag_buf;
+/* The stalled-receiver scan through the BPF iterator, when it loads. */
+static struct tcp_window_iter_bpf *iskel;
+static struct bpf_link *iter_link; /* set: the scan is the iterator's */
+static int iter_netns_fd = -1;      /* a named namespace to create it in */
 #define DIAG_BUF_SIZE (64 * 1024)
 /* Longest wait for one reply datagram: the kernel answers a dump of 10,000
  * sockets in ~15 ms, so a second means it will not answer; collectd's read
@@ -357,7 +362,11 @@ static void stall_acc_reset(struct stall_acc *acc) {
 
 /* One whole count of the sockets into *acc. Returns 0 or a negative errno
  * (after one WARNING). */
+static int iter_count(uint32_t ms, struct stall_acc *acc);
+
 static int stalled_count(uint32_t ms, struct stall_acc *acc) {
+  if (iter_link)
+    return iter_count(ms, acc);
   if (diag_one_walk) {
     stall_acc_reset(acc);
     int err = diag_dump_both(ms, acc);
@@ -391,6 +400,122 @@ static int stalled_count(uint32_t ms, struct stall_acc *acc) {
   return 0;
 }
 
+/* ------------------------------------ stalled receivers: BPF iterator */
+
+/* The preferred scan (bpf/tcp_window_iter.bpf.c): the kernel walks the
+ * namespace's TCP sockets and hands on only those with unread data or
+ * tracked by the notifications, so the read's cost follows them; sock_diag
+ * (above), which hands on every socket, is the fallback. */
+
+static void iter_free(void) {
+  bpf_link__destroy(iter_link);
+  iter_link = NULL;
+  tcp_window_iter_bpf__destroy(iskel);
+  iskel = NULL;
+  if (iter_netns_fd >= 0)
+    close(iter_netns_fd);
+  iter_netns_fd = -1;
+}
+
+/* Load and attach the iterator; on failure *why says what failed. */
+static int iter_init(const struct netns *ns, char *why, size_t len) {
+  int err = 0;
+  const char *step = "open";
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  iskel = tcp_window_iter_bpf__open_opts(&opts);
+  if (!iskel) {
+    err = -errno;
+    goto fail;
+  }
+  if ((err = tcp_window_iter_bpf__load(iskel)) != 0) {
+    step = err == -EPERM ? "load (needs CAP_BPF and CAP_PERFMON)"
+                         : "load (needs iter/tcp, bpf_get_socket_cookie in "
+                           "tracing programs (5.12) and the kernel's "
+                           "CONFIG_HZ from its config)";
+    goto fail;
+  }
+  step = "attach";
+  iter_link = bpf_program__attach_iter(iskel->progs.tcp_window_scan, NULL);
+  if (!iter_link) {
+    err = -errno;
+    goto fail;
+  }
+  if (ns->kind == NETNS_NAMED) {
+    step = "open the namespace";
+    iter_netns_fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+    if (iter_netns_fd < 0) {
+      err = -errno;
+      goto fail;
+    }
+  }
+  return 0;
+fail:
+  snprintf(why, len, "%s: %s", step, ERRSTR(err ? err : -EINVAL));
+  iter_free();
+  return err ? err : -EINVAL;
+}
+
+/* The notifications' tracked sockets, mirrored into the iterator's map.
+ * The map holds as many as st tracks (TCPW_TRACK_MAX), so an update fails
+ * only when out of memory; then a tracked socket that resumes reads as
+ * closed. */
+static void iter_track(uint64_t cookie, bool on) {
+  if (!iter_link)
+    return;
+  int fd = bpf_map__fd(iskel->maps.tcpw_tracked);
+  uint8_t one = 1;
+  if (on)
+    bpf_map_update_elem(fd, &cookie, &one, BPF_ANY);
+  else
+    bpf_map_delete_elem(fd, &cookie);
+}
+
+static void iter_ntracked(size_t n) {
+  if (iter_link)
+    iskel->bss->tcpw_ntracked = (uint32_t)n;
+}
+
+/* One whole scan into *acc: 0 or a negative errno (after one WARNING). */
+static int iter_count(uint32_t ms, struct stall_acc *acc) {
+  int back = -1, err = 0;
+  /* The iterator walks the namespace of the thread that creates it. */
+  if (iter_netns_fd >= 0 && (err = netns_enter_fd(iter_netns_fd, &back)) != 0) {
+    E_WARNING(FEATURE ": cannot enter the namespace %s: %s; stalled receivers "
+              "are not reported for this interval.",
+              cfg.netns, ERRSTR(err));
+    return err;
+  }
+  int fd = bpf_iter_create(bpf_link__fd(iter_link));
+  if (fd < 0)
+    err = -errno;
+  if (back >= 0)
+    netns_leave(back, FEATURE);
+  if (err) {
+    E_WARNING(FEATURE ": cannot start the socket scan: %s", ERRSTR(err));
+    return err;
+  }
+  stall_acc_reset(acc);
+  size_t have = 0;
+  for (;;) {
+    ssize_t n = read(fd, diag_buf + have, DIAG_BUF_SIZE - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? -errno : have ? -EBADMSG : 0;
+      break;
+    }
+    have += (size_t)n;
+    size_t used = scanrec_walk(diag_buf, have, ms, acc);
+    memmove(diag_buf, diag_buf + used, have - used);
+    have -= used;
+  }
+  close(fd);
+  if (err)
+    E_WARNING(FEATURE ": the socket scan failed: %s", ERRSTR(err));
+  return err;
+}
+
 /* ------------------------------------- stalled receivers: notifications */
 
 /* One WARNING when a socket becomes stalled, one OKAY when it no longer is
@@ -402,6 +527,8 @@ static int stalled_count(uint32_t ms, struct stall_acc *acc) {
 #define STALLED_TRACK_MAX 4096 /* beyond: counted, not notified */
 #define OWNER_SCAN_MAX_FDS 65536 /* /proc/<pid>/fd entries per read */
 
+/* The iterator's map of tracked cookies holds every tracked socket. */
+_Static_assert(STALLED_TRACK_MAX == TCPW_TRACK_MAX, "tcpw_tracked size");
 static size_t st_track_max = STALLED_TRACK_MAX; /* the unit test lowers them */
 static size_t st_scan_max = OWNER_SCAN_MAX_FDS;
 
@@ -667,6 +794,7 @@ static void st_commit(void) {
       continue;
     }
     st_notify(e, NOTIF_OKAY, e->seen_gen == st.gen ? "resumed" : "closed");
+    iter_track(e->cookie, false);
   }
   st.n = w;
   if (st.ncand) {
@@ -714,11 +842,13 @@ static void st_commit(void) {
         st_describe(e);
       }
       st_notify(e, NOTIF_WARNING, "stalled");
+      iter_track(e->cookie, true);
     }
     st.ncand = 0;
   }
   if (st.n != n0 || w != n0)
     st_reindex();
+  iter_ntracked(st.n);
   if (st.overflow && !st.overflow_warned)
     E_WARNING(FEATURE ": more than %zu stalled receivers: the others are "
               "counted but get no notifications until fewer are stalled.",
@@ -784,10 +914,38 @@ static int diag_socket_setup(int fd) {
   return 0;
 }
 
-static int stalled_init(void) {
+/* The scan: the BPF iterator where it loads, else sock_diag (one INFO
+ * line says why). EBPF_TEST_STALLED_SCAN=sock_diag or =iter forces one
+ * (for the tests: both are tested on one kernel). */
+static int stalled_init(const struct netns *ns) {
   diag_buf = malloc(DIAG_BUF_SIZE);
   if (!diag_buf)
     return -ENOMEM;
+  const char *force = getenv("EBPF_TEST_STALLED_SCAN");
+  if (force && strcmp(force, "iter") && strcmp(force, "sock_diag"))
+    force = NULL;
+  if (!force || !strcmp(force, "iter")) {
+    char why[256];
+    int err = iter_init(ns, why, sizeof(why));
+    if (!err) {
+      E_INFO(FEATURE ": stalled receivers: scanned by a BPF iterator "
+             "(iter/tcp).");
+      if (cfg.stalled_notify)
+        st_init();
+      return 0;
+    }
+    if (force) {
+      E_WARNING(FEATURE ": stalled receivers are not reported: the BPF "
+                "iterator (forced by EBPF_TEST_STALLED_SCAN) failed to %s",
+                why);
+      free(diag_buf);
+      diag_buf = NULL;
+      return err;
+    }
+    E_INFO(FEATURE ": stalled receivers: no BPF iterator here (%s); using "
+           "sock_diag, whose cost grows with every TCP socket.",
+           why);
+  }
   struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
   int err = 0;
   diag_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -829,7 +987,7 @@ static int tcp_window_init(void) {
     E_WARNING(FEATURE ": the feature is disabled.");
     return err;
   }
-  stalled_on = cfg.stalled && stalled_init() == 0;
+  stalled_on = cfg.stalled && stalled_init(&ns) == 0;
   netns_leave(back, FEATURE);
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
@@ -856,6 +1014,7 @@ static int tcp_window_read(void) {
 
 static void tcp_window_shutdown(void) {
   diag_one_walk = true;
+  iter_free();
   loader_detach(hooks, 1);
   if (skel)
     clamps_destroy(NULL);

@@ -8,6 +8,9 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/tcp.h>
+#include <linux/types.h>
+
+#include "tcp_window.h"
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <string.h>
@@ -208,4 +211,37 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
     len -= step;
   }
   return len && len < sizeof(struct nlmsghdr) ? -EBADMSG : 0;
+}
+
+size_t scanrec_walk(const void *buf, size_t len, uint32_t stalled_ms,
+                    struct stall_acc *acc) {
+  const unsigned char *p = buf;
+  size_t used = 0;
+  for (; len - used >= sizeof(struct tcpw_scan_rec);
+       used += sizeof(struct tcpw_scan_rec)) {
+    struct tcpw_scan_rec r;
+    memcpy(&r, p + used, sizeof(r));
+    acc->sockets++;
+    bool stalled = r.rqueue > 0 && r.last_data_recv > stalled_ms;
+    if (stalled) {
+      acc->stalled++;
+      acc->stalled_bytes += r.rqueue;
+    }
+    if (acc->each) {
+      struct diag_sock s = {
+          .cookie = r.cookie,
+          .inode = r.inode,
+          .rqueue = r.rqueue,
+          .last_data_recv = r.rqueue > 0 ? r.last_data_recv : 0,
+          .sport = r.sport,
+          .dport = r.dport,
+          .family = r.family,
+          .stalled = stalled,
+      };
+      memcpy(s.src, r.src, sizeof(s.src));
+      memcpy(s.dst, r.dst, sizeof(s.dst));
+      acc->each(&s, acc->arg);
+    }
+  }
+  return used;
 }

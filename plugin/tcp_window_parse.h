@@ -63,4 +63,13 @@ struct stall_acc {
 int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
                   uint32_t stalled_ms, struct stall_acc *acc);
 
+/* Walks the records of the BPF iterator scan (struct tcpw_scan_rec,
+ * bpf/tcp_window.h) in buf, whole records only, and adds to *acc as
+ * sockdiag_walk does for the same sockets: stalled when rqueue > 0 and
+ * last_data_recv > stalled_ms; acc->each sees every record. Returns the
+ * number of bytes used (a multiple of the record size; the rest is the
+ * start of a record the next read completes). */
+size_t scanrec_walk(const void *buf, size_t len, uint32_t stalled_ms,
+                    struct stall_acc *acc);
+
 #endif

@@ -429,6 +429,63 @@ DEF_TEST(diag_dump_interrupted) {
   return 0;
 }
 
+/* The iterator's records: the same decisions as the sock_diag walk (stalled
+ * when rqueue > 0 and last_data_recv > limit), every record handed to
+ * each() with its fields, a partial record left for the next read. */
+static struct diag_sock seen[8];
+static size_t nseen;
+static void collect(const struct diag_sock *s, void *arg) {
+  if (nseen < 8)
+    seen[nseen++] = *s;
+}
+
+DEF_TEST(scanrec_counts_stalled) {
+  struct tcpw_scan_rec r[4];
+  memset(r, 0, sizeof(r));
+  r[0] = (struct tcpw_scan_rec){.cookie = 11, .inode = 101, .rqueue = 5000,
+                                .last_data_recv = 2001, .sport = 80,
+                                .dport = 40000, .family = AF_INET};
+  r[0].src[0] = 127, r[0].src[3] = 1, r[0].dst[0] = 10;
+  /* not > limit */
+  r[1] = (struct tcpw_scan_rec){.cookie = 12, .rqueue = 700,
+                                .last_data_recv = 2000, .family = AF_INET6};
+  /* tracked, read since: no unread data (its time means nothing) */
+  r[2] = (struct tcpw_scan_rec){.cookie = 13, .rqueue = 0,
+                                .last_data_recv = 999999, .family = AF_INET};
+  r[3] = (struct tcpw_scan_rec){.cookie = 14, .inode = 104, .rqueue = 300,
+                                .last_data_recv = 60000, .family = AF_INET6};
+  r[3].dst[15] = 1;
+  size_t len = sizeof(r) + 10; /* and the start of a fifth */
+  unsigned char *c = malloc(len + 1);
+  memcpy(c + 1, r, sizeof(r));
+  memset(c + 1 + sizeof(r), 0xab, 10);
+  struct stall_acc acc = {.each = collect};
+  nseen = 0;
+  CHECK_EQ_U64(sizeof(r), scanrec_walk(c + 1, len, 2000, &acc));
+  CHECK_EQ_U64(4, acc.sockets);
+  CHECK_EQ_U64(2, acc.stalled);
+  CHECK_EQ_U64(5300, acc.stalled_bytes);
+  CHECK_EQ_U64(4, nseen);
+  CHECK_EQ_U64(11, seen[0].cookie);
+  CHECK_EQ_U64(101, seen[0].inode);
+  CHECK_EQ_U64(5000, seen[0].rqueue);
+  CHECK_EQ_U64(2001, seen[0].last_data_recv);
+  CHECK_EQ_U64(80, seen[0].sport);
+  CHECK_EQ_U64(40000, seen[0].dport);
+  CHECK_EQ_U64(AF_INET, seen[0].family);
+  CHECK(seen[0].stalled && !seen[1].stalled && !seen[2].stalled &&
+        seen[3].stalled);
+  CHECK(seen[0].src[0] == 127 && seen[0].src[3] == 1 && seen[0].dst[0] == 10);
+  CHECK_EQ_U64(0, seen[2].last_data_recv); /* as the walk: 0 when empty */
+  CHECK(seen[3].family == AF_INET6 && seen[3].dst[15] == 1);
+  /* less than one record: nothing used */
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_U64(0, scanrec_walk(c + 1, sizeof(r[0]) - 1, 0, &acc));
+  CHECK_EQ_U64(0, acc.sockets);
+  free(c);
+  return 0;
+}
+
 int main(void) {
   tl_prog = "tcp_window_test";
   RUN_TEST(sockstat_good);
@@ -442,5 +499,6 @@ int main(void) {
   RUN_TEST(diag_garbage_against_oracle);
   RUN_TEST(diag_ignores_other_requests);
   RUN_TEST(diag_dump_interrupted);
+  RUN_TEST(scanrec_counts_stalled);
   END_TEST;
 }
