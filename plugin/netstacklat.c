@@ -334,8 +334,18 @@ struct cg_slot {
   uint64_t id; /* the cgroup; 0: free */
 };
 static struct cg_slot *cg_slots; /* MaxGroups, with cg_storage and GroupBy */
+/* The slots in use, sorted by cgroup id (looked up for every group every
+ * interval: MaxGroups may be 65536), and where to look for a free one. */
+struct cg_slot_ref {
+  uint64_t id;
+  uint32_t slot;
+};
+static struct cg_slot_ref *cg_used;
+static size_t ncg_used;
+static long long cg_free_hint;
 static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
 static int cmp_u64(const void *a, const void *b);
+static long long cg_slot_of(uint64_t id);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
 static uint64_t outliers_notified;
 
@@ -366,9 +376,9 @@ static int cg_state_write(const char *dir, uint64_t id) {
   struct nsl_cg_state v = {0};
   v.mark = cg_marks.n && bsearch(&id, cg_marks.ids, cg_marks.n,
                                  sizeof(*cg_marks.ids), cmp_u64) != NULL;
-  for (long long i = 0; cg_slots && i < cfg.max_groups; i++)
-    if (cg_slots[i].id == id)
-      v.slot = (__u32)i + 1;
+  long long slot = cg_slots ? cg_slot_of(id) : -1;
+  if (slot >= 0)
+    v.slot = (__u32)slot + 1;
   int err = bpf_map_update_elem(
       bpf_map__fd(skel->maps.netstacklat_cgroup_state), &dfd, &v, BPF_ANY);
   err = err ? -errno : 0;
@@ -831,7 +841,10 @@ static int netstacklat_init(void) {
                     : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)");
     if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP) {
       cg_slots = calloc((size_t)cfg.max_groups, sizeof(*cg_slots));
-      if (!cg_slots)
+      cg_used = calloc((size_t)cfg.max_groups, sizeof(*cg_used));
+      ncg_used = 0;
+      cg_free_hint = 0;
+      if (!cg_slots || !cg_used)
         return -ENOMEM;
     }
   }
@@ -1000,10 +1013,50 @@ static int cg_slot_reset(long long slot, uint64_t id) {
   return err;
 }
 
+/* Position of id in cg_used, or where it would go. */
+static size_t cg_used_pos(uint64_t id) {
+  size_t lo = 0, hi = ncg_used;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cg_used[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 static long long cg_slot_of(uint64_t id) {
-  for (long long i = 0; i < cfg.max_groups; i++)
-    if (cg_slots[i].id == id)
+  size_t p = cg_used_pos(id);
+  return p < ncg_used && cg_used[p].id == id ? (long long)cg_used[p].slot
+                                             : -1;
+}
+
+static void cg_slot_set(long long i, uint64_t id) {
+  uint64_t old = cg_slots[i].id;
+  cg_slots[i].id = id;
+  if (old) {
+    size_t p = cg_used_pos(old);
+    memmove(&cg_used[p], &cg_used[p + 1],
+            (ncg_used - p - 1) * sizeof(*cg_used));
+    ncg_used--;
+  }
+  if (id) {
+    size_t p = cg_used_pos(id);
+    memmove(&cg_used[p + 1], &cg_used[p], (ncg_used - p) * sizeof(*cg_used));
+    cg_used[p] = (struct cg_slot_ref){id, (uint32_t)i};
+    ncg_used++;
+  }
+}
+
+static long long cg_slot_free_one(void) {
+  for (long long k = 0; k < cfg.max_groups; k++) {
+    long long i = (cg_free_hint + k) % cfg.max_groups;
+    if (!cg_slots[i].id) {
+      cg_free_hint = i + 1;
       return i;
+    }
+  }
   return -1;
 }
 
@@ -1012,7 +1065,7 @@ static void cg_slot_free(uint64_t id) {
   long long i = cg_slot_of(id);
   if (i < 0)
     return;
-  cg_slots[i].id = 0;
+  cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
 }
 
@@ -1021,17 +1074,24 @@ static void cg_slot_free(uint64_t id) {
  * storage. From then on its events go to the slot; the hash entry stays
  * and the two are summed. No free slot: it stays on the hash. */
 static void cg_slot_give(uint64_t id, const char *rel) {
-  if (cg_slot_of(id) >= 0)
+  if (!rel || cg_slot_of(id) >= 0)
     return;
-  long long i = cg_slot_of(0);
-  if (i < 0)
+  long long i = cg_slot_free_one();
+  if (i < 0) {
+    static bool told;
+    if (!told)
+      E_INFO("netstacklat: GroupBy cgroup: all %lld slots (MaxGroups) are in "
+             "use; cgroups without one are counted through the group table.",
+             cfg.max_groups);
+    told = true;
     return;
+  }
   char dir[4096];
   snprintf(dir, sizeof(dir), "%s/%s", cgroup2_root(), rel);
-  cg_slots[i].id = id;
+  cg_slot_set(i, id);
   if (cg_slot_reset(i, id) == 0 && cg_state_write(dir, id) == 0)
     return;
-  cg_slots[i].id = 0;
+  cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
 }
 
@@ -1124,7 +1184,7 @@ static void read_grouped(double elapsed) {
   }
 
   bool slots = cg_slots != NULL;
-  size_t room = n + (slots ? (size_t)cfg.max_groups * NSL_NHOOKS : 0);
+  size_t room = n + (slots ? ncg_used * NSL_NHOOKS : 0);
   struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
   if (!cur)
     goto out;
@@ -1242,6 +1302,9 @@ static void netstacklat_shutdown(void) {
   cgroup_filter_free(&cg_marks);
   free(cg_slots);
   cg_slots = NULL;
+  free(cg_used);
+  cg_used = NULL;
+  ncg_used = 0;
   cg_storage = cg_hash = false;
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
