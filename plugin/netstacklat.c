@@ -556,9 +556,16 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
     skel->rodata->targ_hook_pos[h] = hook_pos[h];
   }
   skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
-  if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP && nwanted_pos)
+  if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP && nwanted_pos) {
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
                              (__u32)cfg.max_groups * nwanted_pos);
+    /* The slots are preallocated; the group table then holds each
+     * group's events before its slot: allocated as they come (6.1+ lets
+     * tracing programs use maps that are not preallocated), so the two
+     * together stay near the memory of the table alone. */
+    bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                           BPF_F_NO_PREALLOC);
+  }
   if (!cfg.nifaces)
     bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
   return skel->obj;
