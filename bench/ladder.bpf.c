@@ -13,6 +13,9 @@
  *   l_cg_htab   cgroup id (3 dependent loads) + hash lookup (Cgroup filter)
  *   l_cg_stor   the same decision through cgroup local storage
  *   l_grp_htab  PERCPU_HASH {cgroup, hook} lookup (GroupBy cgroup)
+ *   l_grp_stor  GroupBy cgroup through cgroup storage: the cgroup's slot
+ *               from its storage, its PERCPU_ARRAY row (inlined lookup),
+ *               the owner checked against the cgroup id
  * Entries are created by the programs themselves on first use, so every
  * measured lookup is a hit. */
 #include "vmlinux.h"
@@ -59,6 +62,29 @@ struct {
   __type(key, struct gkey);
   __type(value, struct hist);
 } l_grp SEC(".maps");
+
+struct cgst {
+  __u32 slot, mark, gen, in;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct cgst);
+} l_cgst SEC(".maps");
+
+struct slot_hist {
+  __u64 owner;
+  struct hist h;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 7 * 16);
+  __type(key, __u32);
+  __type(value, struct slot_hist);
+} l_slots SEC(".maps");
 
 __u64 sink;
 
@@ -159,6 +185,32 @@ int BPF_PROG(l_grp_htab, const struct sk_buff *skb, int len) {
     return 0;
   }
   h->sum_ns++;
+  return 0;
+}
+
+SEC("tp_btf/skb_copy_datagram_iovec")
+int BPF_PROG(l_grp_stor, const struct sk_buff *skb, int len) {
+  const struct sock *sk = tcp_sk_of(skb);
+  if (!sk)
+    return 0;
+  struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+  struct cgst *st = bpf_cgrp_storage_get(&l_cgst, cg, 0, 0);
+  if (!st) { /* first use: give it slot 1 */
+    st = bpf_cgrp_storage_get(&l_cgst, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (st)
+      st->slot = 1;
+    return 0;
+  }
+  __u64 id = cg->kn->id;
+  __u32 i = (st->slot - 1) * 7 + 5;
+  struct slot_hist *v = bpf_map_lookup_elem(&l_slots, &i);
+  if (!v)
+    return 0;
+  if (v->owner != id) { /* first use of this CPU's row */
+    v->owner = id;
+    return 0;
+  }
+  v->h.sum_ns++;
   return 0;
 }
 

@@ -92,6 +92,39 @@ struct {
   __type(value, __u8);
 } netstacklat_cgroup_filter SEC(".maps");
 
+/* Cgroup storage (kernel >= 6.2, targ_cg_storage; user space turns the map
+ * into a one-entry array on older kernels and the rodata switch keeps the
+ * verifier from seeing the storage path). One value per cgroup, for the
+ * Cgroup filter and GroupBy cgroup at once, so that both cost one lookup:
+ * see struct nsl_cg_state. */
+const volatile bool targ_cg_storage = false;
+/* GroupBy cgroup with cgroup storage: MaxGroups x targ_nwanted slots, the
+ * position of each hook in a group's row (only hooks that are loaded). */
+const volatile __u32 targ_nwanted = NSL_NHOOKS;
+const volatile __u32 targ_hook_pos[NSL_NHOOKS] = {0, 1, 2, 3, 4, 5, 6};
+/* Bumped by user space whenever it marks or unmarks a configured cgroup:
+ * decisions the kernel derived before are recomputed. */
+__u32 cg_filter_gen = 1;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct nsl_cg_state);
+} netstacklat_cgroup_state SEC(".maps");
+
+/* GroupBy cgroup with cgroup storage: the histograms of the groups that
+ * have a slot, at slot * targ_nwanted + targ_hook_pos[hook]; owner is the
+ * cgroup id the slot belongs to (written by user space with the slot), so
+ * a socket that outlives its cgroup never counts into a slot given to
+ * another. max_entries is set before load (1 when unused). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct nsl_slot_hist);
+} netstacklat_cgroup_slots SEC(".maps");
+
 /* IncludeHOLBlocked false: per TCP socket that ever received data out of
  * order, the out-of-order range seen last (see hol_blocked()). Socket
  * storage is freed with the socket; kprobe programs cannot use it, so the
@@ -165,6 +198,18 @@ static __always_inline int tstamp_not_rx(const struct sk_buff *skb,
 static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
   if (targ_groupby == NSL_GROUP_NONE)
     return bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+  if (targ_cg_storage && targ_groupby == NSL_GROUP_CGROUP &&
+      (group >> NSL_SLOT_SHIFT)) {
+    /* A slot (see nsl_cg_group()): the array, if the slot is still the
+     * cgroup's; else the hash, as before the slot was given. */
+    __u32 slot = (__u32)(group >> NSL_SLOT_SHIFT) - 1;
+    group &= NSL_SLOT_ID_MASK;
+    __u32 i = slot * targ_nwanted + targ_hook_pos[hook];
+    struct nsl_slot_hist *v =
+        bpf_map_lookup_elem(&netstacklat_cgroup_slots, &i);
+    if (v && v->owner == group)
+      return &v->h;
+  }
   struct nsl_group_key key = {.group = group, .hook = hook};
   struct nsl_hist *h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
   if (h)
@@ -401,6 +446,67 @@ static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
   return RD(probed, sk, sk_cgrp_data.cgroup, kn, id);
 }
 
+/* Cgroup filter with cgroup storage: is the cgroup at or below a
+ * configured one? st: its storage (NULL: none yet). A configured cgroup is
+ * marked by user space; any other keeps the decision derived here, valid
+ * while cg_filter_gen has not moved. Without one, walk up the ancestors to
+ * the first that is marked or has a valid decision, and keep the result:
+ * a cgroup made after start is decided on its first event, and later
+ * events cost the one lookup. Deeper than NSL_CG_MAXWALK levels below any
+ * decided cgroup, the event is left out and nothing is kept. (kprobe
+ * programs cannot use cgroup storage: they keep the hash.) */
+static __always_inline bool cg_storage_in(struct cgroup *cgrp,
+                                          struct nsl_cg_state *st) {
+  __u32 gen = cg_filter_gen;
+  if (st && st->mark)
+    return true;
+  if (st && st->gen == gen)
+    return st->in;
+  struct cgroup *a = cgrp;
+  __u32 in = 0, found = 0;
+  for (int i = 0; i < NSL_CG_MAXWALK; i++) {
+    struct cgroup_subsys_state *p = a->self.parent;
+    if (!p) { /* the root, never configured: out */
+      found = 1;
+      break;
+    }
+    a = p->cgroup;
+    struct nsl_cg_state *t =
+        bpf_cgrp_storage_get(&netstacklat_cgroup_state, a, 0, 0);
+    if (t && t->mark) {
+      in = found = 1;
+      break;
+    }
+    if (t && t->gen == gen) {
+      in = t->in;
+      found = 1;
+      break;
+    }
+  }
+  if (!found)
+    return false;
+  if (!st)
+    st = bpf_cgrp_storage_get(&netstacklat_cgroup_state, cgrp, 0,
+                              BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (st) {
+    st->in = in;
+    st->gen = gen;
+  }
+  return in;
+}
+
+/* GroupBy cgroup with cgroup storage: the group handed to hist_for(): the
+ * cgroup id, with 1 + its slot in the bits above NSL_SLOT_SHIFT when user
+ * space has given it one. (A kernfs id is the inode number in its low 32
+ * bits and a generation, bumped when the 31-bit inode numbers wrap, above:
+ * it would need 2^47 cgroups made to reach bit 48.) */
+static __always_inline __u64 nsl_cg_group(__u64 id,
+                                          const struct nsl_cg_state *st) {
+  if (!st || !st->slot)
+    return id;
+  return (__u64)st->slot << NSL_SLOT_SHIFT | (id & NSL_SLOT_ID_MASK);
+}
+
 /* GroupBy interface with NetworkNamespace "all": ifindexes repeat across
  * namespaces (every one has its lo at 1), so the namespace's inode number
  * goes into the group's upper half. With one namespace it is the ifindex
@@ -433,7 +539,16 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
       RD(probed, sk, sk_receive_queue.qlen) < targ_min_qlen)
     return false;
   __u64 cg = 0;
-  if (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP) {
+  if (targ_cg_storage && !probed &&
+      (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP)) {
+    struct cgroup *cgrp = sk->sk_cgrp_data.cgroup;
+    struct nsl_cg_state *st =
+        bpf_cgrp_storage_get(&netstacklat_cgroup_state, cgrp, 0, 0);
+    if (targ_filter_cgroup && !cg_storage_in(cgrp, st))
+      return false;
+    if (targ_groupby == NSL_GROUP_CGROUP)
+      cg = nsl_cg_group(cgrp->kn->id, st);
+  } else if (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP) {
     cg = sk_cgroup_id(sk, probed);
     if (targ_filter_cgroup &&
         !bpf_map_lookup_elem(&netstacklat_cgroup_filter, &cg))

@@ -62,6 +62,24 @@ struct nsl_group_key {
   __u32 pad;
 };
 
+/* Cgroup storage (kernel >= 6.2): one value per cgroup. */
+struct nsl_cg_state {
+  __u32 slot; /* GroupBy cgroup: 1 + its slot in netstacklat_cgroup_slots;
+               * 0: none yet (its events go to the hash). User space. */
+  __u32 mark; /* Cgroup filter: 1 for a configured cgroup. User space. */
+  __u32 gen;  /* The kernel's decision below, valid when equal to
+               * cg_filter_gen */
+  __u32 in;   /* the cgroup is below a marked one */
+};
+#define NSL_CG_MAXWALK 32 /* ancestors looked at for a decision */
+#define NSL_SLOT_SHIFT 48
+#define NSL_SLOT_ID_MASK ((1ULL << NSL_SLOT_SHIFT) - 1)
+
+struct nsl_slot_hist {
+  __u64 owner; /* the cgroup id (low 48 bits) the slot belongs to; 0: free */
+  struct nsl_hist h;
+};
+
 /* Bucket of a latency in ns: k = ceil(log2(ns)) - NSL_FIRST_SHIFT, clamped
  * to [0, NSL_NBUCKETS - 1]. Shared by the BPF side and the unit test that
  * checks it against plugin/hist.c's reference. A binary search for the

@@ -15,6 +15,7 @@
 #include "rtclock.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <bpf/bpf.h>
 #include <linux/net_tstamp.h>
 #include <math.h>
@@ -341,6 +342,28 @@ static struct netns netns;
 static bool warned_map_full;
 static struct cgroup_tree cgroups;
 static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
+/* Cgroup filter and GroupBy cgroup through cgroup storage (kernel >= 6.2)
+ * rather than the hash maps; chosen at init. cg_hash: the hash filter is
+ * kept filled too (a socket hook runs as a kprobe, which has no cgroup
+ * storage). */
+static bool cg_storage, cg_hash;
+static struct cgroup_filter cg_marks; /* the configured cgroups marked */
+struct cg_slot {
+  uint64_t id; /* the cgroup; 0: free */
+};
+static struct cg_slot *cg_slots; /* MaxGroups, with cg_storage and GroupBy */
+/* The slots in use, sorted by cgroup id (looked up for every group every
+ * interval: MaxGroups may be 65536), and where to look for a free one. */
+struct cg_slot_ref {
+  uint64_t id;
+  uint32_t slot;
+};
+static struct cg_slot_ref *cg_used;
+static size_t ncg_used;
+static long long cg_free_hint;
+static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
+static int cmp_u64(const void *a, const void *b);
+static long long cg_slot_of(uint64_t id);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
 static uint64_t outliers_notified;
 
@@ -362,12 +385,114 @@ static void set_clock_offset(void) {
 
 /* --------------------------------------------------------------- cgroups */
 
+/* Cgroup storage: write the state of one cgroup (its slot and mark),
+ * through its directory. The kernel's derived decision is reset by it. */
+static int cg_state_write(const char *dir, uint64_t id) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return -errno;
+  struct nsl_cg_state v = {0};
+  v.mark = cg_marks.n && bsearch(&id, cg_marks.ids, cg_marks.n,
+                                 sizeof(*cg_marks.ids), cmp_u64) != NULL;
+  long long slot = cg_slots ? cg_slot_of(id) : -1;
+  if (slot >= 0)
+    v.slot = (__u32)slot + 1;
+  int err = bpf_map_update_elem(
+      bpf_map__fd(skel->maps.netstacklat_cgroup_state), &dfd, &v, BPF_ANY);
+  err = err ? -errno : 0;
+  close(dfd);
+  return err;
+}
+
+struct glob_hit {
+  uint64_t id;
+  char *dir;
+};
+struct glob_hits {
+  struct glob_hit *v;
+  size_t n, cap;
+};
+
+static void glob_hit(const char *dir, const char *rel, void *arg) {
+  struct glob_hits *h = arg;
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return;
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? h->cap * 2 : 16;
+    struct glob_hit *v = realloc(h->v, cap * sizeof(*v));
+    if (!v)
+      return;
+    h->v = v;
+    h->cap = cap;
+  }
+  char *d = strdup(dir);
+  if (d)
+    h->v[h->n++] = (struct glob_hit){(uint64_t)st.st_ino, d};
+}
+
+/* Cgroup storage: mark the configured cgroups (the directories the Cgroup
+ * globs match now), unmark the ones no longer matched, and when anything
+ * changed make the kernel decide the cgroups below them again. Only the
+ * globs are expanded: the cgroups below are the kernel's business.
+ * Returns how many are marked. */
+static size_t cg_marks_refresh(bool log_changes) {
+  struct glob_hits h = {0};
+  for (size_t p = 0; p < cfg.ncgroups; p++)
+    cgroup2_glob(cfg.cgroups[p], glob_hit, &h);
+  uint64_t *ids = malloc((h.n ? h.n : 1) * sizeof(*ids));
+  if (!ids)
+    goto out;
+  size_t n = 0;
+  for (size_t i = 0; i < h.n; i++)
+    ids[n++] = h.v[i].id;
+  qsort(ids, n, sizeof(*ids), cmp_u64);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || ids[u - 1] != ids[i])
+      ids[u++] = ids[i];
+  n = u;
+  struct cgroup_filter old = cg_marks;
+  cg_marks = (struct cgroup_filter){ids, n};
+  size_t added = 0, removed = 0;
+  for (size_t i = 0; i < h.n; i++)
+    if (!old.n || !bsearch(&h.v[i].id, old.ids, old.n, sizeof(*old.ids),
+                           cmp_u64)) {
+      int err = cg_state_write(h.v[i].dir, h.v[i].id);
+      if (err)
+        E_WARNING("netstacklat: cannot mark cgroup %s for the Cgroup "
+                  "filter: %s",
+                  h.v[i].dir, ERRSTR(err));
+      added++;
+    }
+  /* A cgroup no longer matched was removed (its storage went with it):
+   * nothing to write. (One renamed away keeps its mark.) */
+  for (size_t i = 0; i < old.n; i++)
+    if (!n || !bsearch(&old.ids[i], ids, n, sizeof(*ids), cmp_u64))
+      removed++;
+  free(old.ids);
+  if (added || removed)
+    __atomic_add_fetch(&skel->data->cg_filter_gen, 1, __ATOMIC_RELEASE);
+  if (log_changes && (added || removed))
+    E_INFO("netstacklat: cgroup filter now marks %zu configured cgroups (%zu "
+           "new, %zu gone); the kernel decides the cgroups below them.",
+           n, added, removed);
+out:
+  for (size_t i = 0; i < h.n; i++)
+    free(h.v[i].dir);
+  free(h.v);
+  return cg_marks.n;
+}
+
 /* The Cgroup filter map follows the cgroups that exist now. Called at init
  * and every interval, so cgroups created later are picked up. Returns how
  * many ids are selected. */
 static size_t cg_filter_refresh(bool log_changes) {
   if (!cgroup2_root())
     return 0;
+  size_t marked = cg_storage ? cg_marks_refresh(log_changes) : 0;
+  if (!cg_hash)
+    return marked;
   uint64_t *ids;
   size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
   size_t added, removed;
@@ -438,6 +563,31 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
                                : 1);
   if (!cfg.ncgroups)
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter, 1);
+  /* Cgroup storage, or on a kernel without it a harmless one-entry array
+   * in its place (its path is pruned by the verifier). */
+  skel->rodata->targ_cg_storage = cg_storage;
+  if (!cg_storage) {
+    bpf_map__set_type(skel->maps.netstacklat_cgroup_state,
+                      BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_state, 1);
+  }
+  nwanted_pos = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    hook_pos[h] = hooks[h].wanted ? nwanted_pos++ : 0;
+    skel->rodata->targ_hook_pos[h] = hook_pos[h];
+  }
+  skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
+  if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP && nwanted_pos) {
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
+                             (__u32)cfg.max_groups * nwanted_pos);
+    /* The slots are preallocated; the group table then holds each
+     * group's events before its slot: allocated as they come (6.1+ lets
+     * tracing programs use maps that are not preallocated), so the two
+     * together stay near the memory of the table alone. */
+    bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                           BPF_F_NO_PREALLOC);
+  }
   if (!cfg.nifaces)
     bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
   return skel->obj;
@@ -711,6 +861,30 @@ static int netstacklat_init(void) {
              hook_names[h]);
     }
   }
+  cg_storage = cg_hash = false;
+  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
+    const char *force = getenv("EBPF_TEST_CGROUP_STORAGE");
+    int r = libbpf_probe_bpf_map_type(
+        (enum bpf_map_type)32 /* BPF_MAP_TYPE_CGRP_STORAGE, 6.2: newer than
+                                 some UAPI headers we build with */,
+        NULL);
+    cg_storage = r == 1 && !(force && strcmp(force, "off") == 0);
+    cg_hash = !cg_storage;
+    E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s).",
+           cg_storage ? "cgroup storage" : "hash maps",
+           force && strcmp(force, "off") == 0
+               ? "forced by EBPF_TEST_CGROUP_STORAGE=off"
+           : r == 1 ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
+                    : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)");
+    if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP) {
+      cg_slots = calloc((size_t)cfg.max_groups, sizeof(*cg_slots));
+      cg_used = calloc((size_t)cfg.max_groups, sizeof(*cg_used));
+      ncg_used = 0;
+      cg_free_hint = 0;
+      if (!cg_slots || !cg_used)
+        return -ENOMEM;
+    }
+  }
   const char *clock_why;
   bpf_clock = rtclock_choose(&clock_why);
   E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
@@ -732,7 +906,17 @@ static int netstacklat_init(void) {
     __u32 idx = ifidx[i];
     bpf_map_update_elem(fd, &idx, &one, BPF_ANY);
   }
-  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
+  /* kprobe programs have no cgroup storage: with a socket hook in that
+   * flavour, the hash filter is kept filled as well. */
+  for (int h = 0; cg_storage && h < NSL_NHOOKS; h++)
+    if (hook_has_socket(h) && hooks[h].flavour == FLAVOUR_KPROBE &&
+        !cg_hash) {
+      cg_hash = true;
+      E_INFO("netstacklat: hook %s runs as a kprobe, which has no cgroup "
+             "storage: the cgroup hash filter is kept as well.",
+             hook_names[h]);
+    }
+  if (cg_hash || cfg.groupby == NSL_GROUP_CGROUP)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups && cg_filter_refresh(false) == 0)
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
@@ -850,6 +1034,153 @@ static bool group_name(const struct nsl_group_key *k,
   return true;
 }
 
+/* ---------------------------------------- GroupBy cgroup, cgroup storage */
+
+/* Write a slot's rows (every loaded hook): zero counts, the given owner
+ * (the cgroup id's low bits; 0: free) on every CPU. */
+static int cg_slot_reset(long long slot, uint64_t id) {
+  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
+  struct nsl_slot_hist *v = calloc((size_t)ncpus, sizeof(*v));
+  if (!v)
+    return -ENOMEM;
+  for (int c = 0; c < ncpus; c++)
+    v[c].owner = id & NSL_SLOT_ID_MASK;
+  int err = 0;
+  for (__u32 p = 0; p < nwanted_pos && !err; p++) {
+    __u32 i = (__u32)slot * nwanted_pos + p;
+    if (bpf_map_update_elem(fd, &i, v, BPF_ANY))
+      err = -errno;
+  }
+  free(v);
+  return err;
+}
+
+/* Position of id in cg_used, or where it would go. */
+static size_t cg_used_pos(uint64_t id) {
+  size_t lo = 0, hi = ncg_used;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cg_used[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static long long cg_slot_of(uint64_t id) {
+  size_t p = cg_used_pos(id);
+  return p < ncg_used && cg_used[p].id == id ? (long long)cg_used[p].slot
+                                             : -1;
+}
+
+static void cg_slot_set(long long i, uint64_t id) {
+  uint64_t old = cg_slots[i].id;
+  cg_slots[i].id = id;
+  if (old) {
+    size_t p = cg_used_pos(old);
+    memmove(&cg_used[p], &cg_used[p + 1],
+            (ncg_used - p - 1) * sizeof(*cg_used));
+    ncg_used--;
+  }
+  if (id) {
+    size_t p = cg_used_pos(id);
+    memmove(&cg_used[p + 1], &cg_used[p], (ncg_used - p) * sizeof(*cg_used));
+    cg_used[p] = (struct cg_slot_ref){id, (uint32_t)i};
+    ncg_used++;
+  }
+}
+
+static long long cg_slot_free_one(void) {
+  for (long long k = 0; k < cfg.max_groups; k++) {
+    long long i = (cg_free_hint + k) % cfg.max_groups;
+    if (!cg_slots[i].id) {
+      cg_free_hint = i + 1;
+      return i;
+    }
+  }
+  return -1;
+}
+
+/* The cgroup is gone: its slot is free for another, from zero. */
+static void cg_slot_free(uint64_t id) {
+  long long i = cg_slot_of(id);
+  if (i < 0)
+    return;
+  cg_slot_set(i, 0);
+  cg_slot_reset(i, 0);
+}
+
+/* A cgroup found in the hash (its events before it had a slot): give it a
+ * free slot, zeroed and owned by it, then tell the kernel through its
+ * storage. From then on its events go to the slot; the hash entry stays
+ * and the two are summed. No free slot: it stays on the hash. */
+static void cg_slot_give(uint64_t id, const char *rel) {
+  if (!rel || cg_slot_of(id) >= 0)
+    return;
+  long long i = cg_slot_free_one();
+  if (i < 0) {
+    static bool told;
+    if (!told)
+      E_INFO("netstacklat: GroupBy cgroup: all %lld slots (MaxGroups) are in "
+             "use; cgroups without one are counted through the group table.",
+             cfg.max_groups);
+    told = true;
+    return;
+  }
+  char dir[4096];
+  snprintf(dir, sizeof(dir), "%s/%s", cgroup2_root(), rel);
+  cg_slot_set(i, id);
+  if (cg_slot_reset(i, id) == 0 && cg_state_write(dir, id) == 0)
+    return;
+  cg_slot_set(i, 0);
+  cg_slot_reset(i, 0);
+}
+
+/* Add the slots' counts to this interval's (hook, group) entries: a
+ * (hook, cgroup) pair with an entry in the hash, or with any event in its
+ * slot. *cur has room for n + the slots' rows. Returns the new count. */
+static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
+  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
+  struct nsl_slot_hist *v = calloc((size_t)ncpus, sizeof(*v));
+  struct nsl_hist *per = calloc((size_t)ncpus, sizeof(*per));
+  size_t n0 = n;
+  for (long long i = 0; v && per && i < cfg.max_groups; i++) {
+    if (!cg_slots[i].id)
+      continue;
+    for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+      if (!hooks[h].wanted || hooks[h].flavour < 0)
+        continue;
+      __u32 k = (__u32)i * nwanted_pos + hook_pos[h];
+      if (bpf_map_lookup_elem(fd, &k, v) != 0)
+        continue;
+      for (int c = 0; c < ncpus; c++)
+        per[c] = v[c].h;
+      struct group_prev e = {.key = {.group = cg_slots[i].id, .hook = h}};
+      sum_cpus(per, &e.h);
+      struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
+      if (!p) {
+        if (hist_total((const uint64_t *)e.h.bucket) == 0 &&
+            !memcmp(e.h.skipped, (struct nsl_hist){0}.skipped,
+                    sizeof(e.h.skipped)))
+          continue; /* no event yet for this hook */
+        cur[n++] = e;
+        continue;
+      }
+      for (int b = 0; b < NSL_NBUCKETS; b++)
+        p->h.bucket[b] += e.h.bucket[b];
+      p->h.sum_ns += e.h.sum_ns;
+      for (int r = 0; r < NSL_NSKIPS; r++)
+        p->h.skipped[r] += e.h.skipped[r];
+    }
+  }
+  free(v);
+  free(per);
+  if (n != n0)
+    qsort(cur, n, sizeof(*cur), cmp_gkey);
+  return n;
+}
+
 static void read_grouped(double elapsed) {
   int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
@@ -894,7 +1225,9 @@ static void read_grouped(double elapsed) {
     }
   }
 
-  struct group_prev *cur = calloc(n ? n : 1, sizeof(*cur));
+  bool slots = cg_slots != NULL;
+  size_t room = n + (slots ? ncg_used * NSL_NHOOKS : 0);
+  struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
   if (!cur)
     goto out;
   for (size_t i = 0; i < n; i++) {
@@ -902,6 +1235,8 @@ static void read_grouped(double elapsed) {
     sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
   }
   qsort(cur, n, sizeof(*cur), cmp_gkey);
+  if (slots)
+    n = cg_slots_merge(cur, n);
   if (cfg.groupby == NSL_GROUP_INTERFACE)
     if_names_refresh(cur, n);
   bool refreshed = false;
@@ -914,8 +1249,13 @@ static void read_grouped(double elapsed) {
       /* The group is gone: free its slot for new groups, and forget its
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
+      if (slots)
+        cg_slot_free(cur[i].key.group);
       continue;
     }
+    if (slots)
+      cg_slot_give(cur[i].key.group, cgroup_tree_path(&cgroups,
+                                                       cur[i].key.group));
     snprintf(inst, sizeof(inst), "%s-%s", hook_names[cur[i].key.hook], gname);
     struct group_prev *p =
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
@@ -939,7 +1279,7 @@ static int netstacklat_read(void) {
   double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
   last_read = ts;
   set_clock_offset();
-  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
+  if (cg_hash || cfg.groupby == NSL_GROUP_CGROUP)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);
@@ -1001,6 +1341,13 @@ static void netstacklat_shutdown(void) {
   warned_map_full = false;
   cgroup_tree_free(&cgroups);
   cgroup_filter_free(&cg_filter);
+  cgroup_filter_free(&cg_marks);
+  free(cg_slots);
+  cg_slots = NULL;
+  free(cg_used);
+  cg_used = NULL;
+  ncg_used = 0;
+  cg_storage = cg_hash = false;
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
   free(cfg.netns);
