@@ -1160,7 +1160,7 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
       sum_cpus(per, &e.h);
       struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
       if (!p) {
-        if (hist_total((const uint64_t *)e.h.bucket) == 0 &&
+        if (e.h.count == 0 && hist_total((const uint64_t *)e.h.bucket) == 0 &&
             !memcmp(e.h.skipped, (struct nsl_hist){0}.skipped,
                     sizeof(e.h.skipped)))
           continue; /* no event yet for this hook */
@@ -1170,6 +1170,7 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
       for (int b = 0; b < NSL_NBUCKETS; b++)
         p->h.bucket[b] += e.h.bucket[b];
       p->h.sum_ns += e.h.sum_ns;
+      p->h.count += e.h.count;
       for (int r = 0; r < NSL_NSKIPS; r++)
         p->h.skipped[r] += e.h.skipped[r];
     }
