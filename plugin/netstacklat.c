@@ -309,6 +309,7 @@ static int netstacklat_config(const oconfig_item_t *ci) {
 struct group_prev {
   struct nsl_group_key key;
   struct nsl_hist h;
+  char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
 };
 
 static struct netstacklat_bpf *skel;
@@ -316,6 +317,10 @@ static struct hook_state hooks[NSL_NHOOKS];
 static int ts_sock = -1;
 static int ncpus;
 static struct nsl_hist prev[NSL_NHOOKS];
+/* The identity of each hook's values (plugin, plugin_instance), and the
+ * type_instance of each bucket: made once, reused every interval. */
+static value_list_t hook_vl[NSL_NHOOKS];
+static char bucket_names[HIST_NBUCKETS][32];
 static struct group_prev *gprev; /* sorted by key */
 static size_t ngprev;
 static struct timespec last_read;
@@ -757,7 +762,8 @@ static bool skip_applies(__u32 hook, int s) {
   }
 }
 
-static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
+/* vl: the identity of the hook's or group's values (vl_prepare()). */
+static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
   uint64_t d[HIST_NBUCKETS], dsum;
   uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
@@ -765,23 +771,19 @@ static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
                               before->sum_ns, d, &dsum);
   /* The counters are cumulative and never reset while we run. */
   uint64_t total = hist_total((const uint64_t *)now->bucket);
-  submit_derive(FEATURE, inst, "operations", NULL, (int64_t)total);
+  vl_derive(vl, "operations", NULL, (int64_t)total);
   for (int s = 0; s < NSL_NSKIPS; s++)
     if (skip_applies(hook, s))
-      submit_derive(FEATURE, inst, "operations", skip_names[s],
-                    (int64_t)now->skipped[s]);
+      vl_derive(vl, "operations", skip_names[s], (int64_t)now->skipped[s]);
   double sum = (double)dsum;
   for (int i = 0; i < cfg.npct; i++)
-    submit_gauge(FEATURE, inst, "latency", pct_names[i],
-                 n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
-  submit_gauge(FEATURE, inst, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
-  submit_gauge(FEATURE, inst, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
+    vl_gauge(vl, "latency", pct_names[i],
+             n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
   if (cfg.buckets && elapsed > 0)
-    for (int k = 0; k < HIST_NBUCKETS; k++) {
-      char name[64];
-      hist_bucket_name((unsigned)k, name, sizeof(name));
-      submit_gauge(FEATURE, inst, "bucket", name, (double)d[k] / elapsed);
-    }
+    for (int k = 0; k < HIST_NBUCKETS; k++)
+      vl_gauge(vl, "bucket", bucket_names[k], (double)d[k] / elapsed);
 }
 
 static int cmp_gkey(const void *a, const void *b) {
@@ -812,6 +814,25 @@ static bool group_name(const struct nsl_group_key *k,
   if (!rel)
     return false; /* the cgroup is gone */
   cgroup_name(rel, buf);
+  return true;
+}
+
+/* cur->inst: the name of cur's group, "<hook>-<group>", kept from the
+ * previous interval's p when the group still has the same path (cgroup) or
+ * name (interface), else made again. False when the group is gone. */
+static bool group_named(struct group_prev *cur, const struct group_prev *p,
+                        bool *refreshed) {
+  char gname[EBPF_NAME_LEN];
+  if (!group_name(&cur->key, gname, refreshed))
+    return false;
+  const char *hook = hook_names[cur->key.hook];
+  size_t hl = strlen(hook);
+  /* The kept name is "<hook>-" + gname: compare instead of formatting. */
+  if (p && p->inst[0] && !strncmp(p->inst + hl + 1, gname, EBPF_NAME_LEN)) {
+    memcpy(cur->inst, p->inst, sizeof(cur->inst));
+    return true;
+  }
+  snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
   return true;
 }
 
@@ -874,18 +895,18 @@ static void read_grouped(double elapsed) {
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
-    char gname[EBPF_NAME_LEN], inst[DATA_MAX_NAME_LEN];
-    if (!group_name(&cur[i].key, gname, &refreshed)) {
+    struct group_prev *p =
+        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+    if (!group_named(&cur[i], p, &refreshed)) {
       /* The group is gone: free its slot for new groups, and forget its
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       continue;
     }
-    snprintf(inst, sizeof(inst), "%s-%s", hook_names[cur[i].key.hook], gname);
-    struct group_prev *p =
-        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
     static const struct nsl_hist zero;
-    dispatch(cur[i].key.hook, inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+    value_list_t vl;
+    vl_prepare(&vl, FEATURE, cur[i].inst);
+    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed);
     cur[kept++] = cur[i]; /* still sorted */
   }
   free(gprev);
@@ -921,7 +942,7 @@ static int netstacklat_read(void) {
     struct nsl_hist now;
     sum_cpus(percpu, &now);
     if (cfg.groupby == NSL_GROUP_NONE)
-      dispatch(h, hook_names[h], &now, &prev[h], elapsed);
+      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
         E_WARNING("netstacklat: hook %s: the group table is full "
@@ -986,6 +1007,10 @@ static int netstacklat_config_entry(const oconfig_item_t *ci) {
   int st = netstacklat_config(ci);
   for (int i = 0; i < cfg.npct; i++)
     pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
+  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
+    hist_bucket_name(k, bucket_names[k], sizeof(bucket_names[k]));
+  for (__u32 h = 0; h < NSL_NHOOKS; h++)
+    vl_prepare(&hook_vl[h], FEATURE, hook_names[h]);
   return st;
 }
 
