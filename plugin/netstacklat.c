@@ -115,7 +115,7 @@ static void cfg_defaults(void) {
   static const double def_pct[] = {50, 90, 99, 99.9};
   cfg.npct = 4;
   memcpy(cfg.pct, def_pct, sizeof(def_pct));
-  cfg.buckets = true;
+  cfg.buckets = false;
   cfg.groupby = NSL_GROUP_NONE;
   cfg.min_qlen = 0;
   cfg.include_hol = true;
@@ -757,6 +757,10 @@ static bool skip_applies(__u32 hook, int s) {
     return hook == NSL_TCP_SOCKET_READ && !cfg.include_hol;
   case NSL_SKIP_RACED:
     return hook == NSL_UDP_SOCKET_ENQUEUED;
+  case NSL_SKIP_MAP_FULL:
+    /* Counted on the hook's ungrouped entry only, and dispatched from
+     * there with GroupBy (netstacklat_read()): 0 everywhere else. */
+    return false;
   default:
     return true;
   }
