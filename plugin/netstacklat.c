@@ -790,11 +790,13 @@ static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
       vl_gauge(vl, "bucket", bucket_names[k], (double)d[k] / elapsed);
 }
 
+/* By group, then hook: a group's hooks are next to each other, so that it
+ * is looked up and named once per read. */
 static int cmp_gkey(const void *a, const void *b) {
   const struct nsl_group_key *x = a, *y = b;
-  if (x->hook != y->hook)
-    return x->hook < y->hook ? -1 : 1;
-  return x->group < y->group ? -1 : x->group > y->group;
+  if (x->group != y->group)
+    return x->group < y->group ? -1 : 1;
+  return x->hook < y->hook ? -1 : x->hook > y->hook;
 }
 
 static bool group_name(const struct nsl_group_key *k,
@@ -809,7 +811,11 @@ static bool group_name(const struct nsl_group_key *k,
     memcpy(buf, g->name, EBPF_NAME_LEN);
     return true;
   }
+  /* The tree is walked again only when a group is not in it, or is no
+   * longer where the tree says (gone, or moved): not every interval. */
   const char *rel = cgroup_tree_path(&cgroups, k->group);
+  if (rel && !*refreshed && !cgroup_is(rel, k->group))
+    rel = NULL;
   if (!rel && !*refreshed) {
     cgroup_tree_refresh(&cgroups);
     *refreshed = true;
@@ -821,23 +827,18 @@ static bool group_name(const struct nsl_group_key *k,
   return true;
 }
 
-/* cur->inst: the name of cur's group, "<hook>-<group>", kept from the
- * previous interval's p when the group still has the same path (cgroup) or
- * name (interface), else made again. False when the group is gone. */
-static bool group_named(struct group_prev *cur, const struct group_prev *p,
-                        bool *refreshed) {
-  char gname[EBPF_NAME_LEN];
-  if (!group_name(&cur->key, gname, refreshed))
-    return false;
+/* cur->inst: "<hook>-<gname>", kept from the previous interval's p while
+ * the group keeps its name (gname, from group_name()), else made again. */
+static void group_inst(struct group_prev *cur, const struct group_prev *p,
+                       const char *gname) {
   const char *hook = hook_names[cur->key.hook];
   size_t hl = strlen(hook);
   /* The kept name is "<hook>-" + gname: compare instead of formatting. */
   if (p && p->inst[0] && !strncmp(p->inst + hl + 1, gname, EBPF_NAME_LEN)) {
     memcpy(cur->inst, p->inst, sizeof(cur->inst));
-    return true;
+    return;
   }
   snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
-  return true;
 }
 
 static void read_grouped(double elapsed) {
@@ -896,17 +897,22 @@ static void read_grouped(double elapsed) {
     if_names_refresh(cur, n);
   bool refreshed = false;
   size_t kept = 0;
+  char gname[EBPF_NAME_LEN];
+  bool named = false; /* gname is cur[i - 1]'s group's, when it has one */
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
+    if (i == 0 || cur[i].key.group != cur[i - 1].key.group)
+      named = group_name(&cur[i].key, gname, &refreshed);
     struct group_prev *p =
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
-    if (!group_named(&cur[i], p, &refreshed)) {
+    if (!named) {
       /* The group is gone: free its slot for new groups, and forget its
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       continue;
     }
+    group_inst(&cur[i], p, gname);
     static const struct nsl_hist zero;
     value_list_t vl;
     vl_prepare(&vl, FEATURE, cur[i].inst);
@@ -929,7 +935,9 @@ static int netstacklat_read(void) {
   double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
   last_read = ts;
   set_clock_offset();
-  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP)
+  /* GroupBy cgroup alone walks the tree when it meets a group it cannot
+   * name (group_name()); the Cgroup filter needs it every interval. */
+  if (cfg.ncgroups)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);

@@ -298,19 +298,56 @@ static void scan_cgroups(void) {
            s.nremoved == 1 ? "" : "s", s.removed);
 }
 
+/* The glob(3) of every Cgroup pattern was a third of a read with 50
+ * cgroups (and grows with them): the scan runs when it can find something.
+ * A cgroup that goes away shows as a failed read of its open files, which
+ * asks for a scan at the next read; a path without glob characters that
+ * matches nothing yet is looked for every read; new matches of a glob are
+ * picked up within SCAN_EVERY reads. */
+#define SCAN_EVERY 5
+static unsigned reads_since_scan = SCAN_EVERY; /* scan at the first read */
+static bool scan_asked;
+
+static bool is_literal(const char *pattern) {
+  return !strpbrk(pattern, "*?[\\");
+}
+
+static bool scan_due(void) {
+  if (scan_asked || ++reads_since_scan >= SCAN_EVERY)
+    return true;
+  for (size_t p = 0; p < cfg.ncgroups; p++) {
+    if (!is_literal(cfg.cgroups[p]))
+      continue;
+    const char *rel = cfg.cgroups[p];
+    while (*rel == '/')
+      rel++;
+    bool found;
+    group_find(rel, &found);
+    if (!found)
+      return true;
+  }
+  return false;
+}
+
 static int pressure_read(void) {
   if (cfg.host)
     for (int r = 0; r < RES_COUNT; r++)
       if (host.fd[r] >= 0)
         read_source(&host, r);
   if (cfg.ncgroups) {
-    scan_cgroups();
+    if (scan_due()) {
+      scan_cgroups();
+      reads_since_scan = 0;
+      scan_asked = false;
+    }
     for (size_t i = 0; i < ngroups; i++)
       for (int r = 0; r < RES_COUNT; r++)
         if (groups[i].fd[r] >= 0 && read_source(&groups[i], r) != 0) {
-          /* Removed between scan and read: the next scan drops it. */
+          /* Removed (the kernel's files of a removed cgroup fail to
+           * read): the next read scans, which drops it. */
           close(groups[i].fd[r]);
           groups[i].fd[r] = -1;
+          scan_asked = true;
         }
   }
   return 0;
@@ -361,6 +398,8 @@ static int pressure_init(void) {
 }
 
 static void pressure_shutdown(void) {
+  reads_since_scan = SCAN_EVERY;
+  scan_asked = false;
   source_close(&host);
   for (size_t i = 0; i < ngroups; i++)
     source_close(&groups[i]);

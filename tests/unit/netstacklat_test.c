@@ -141,26 +141,34 @@ DEF_TEST(identifiers_unchanged) {
 /* A group's name is made once, kept while the group keeps its name, made
  * again when that changes (an interface renamed), and the group is gone
  * when it has no name. */
+static bool name_it(struct group_prev *cur, const struct group_prev *p) {
+  char gname[EBPF_NAME_LEN];
+  bool refreshed = false;
+  if (!group_name(&cur->key, gname, &refreshed))
+    return false;
+  group_inst(cur, p, gname);
+  return true;
+}
+
 DEF_TEST(group_name_kept_and_renewed) {
   static struct if_group g = {.group = 7, .name = "eth0"};
   if_groups = &g;
   nif_groups = 1;
   cfg.groupby = NSL_GROUP_INTERFACE;
-  bool refreshed = false;
   struct group_prev a = {.key = {.hook = NSL_UDP_SOCKET_READ, .group = 7}};
   struct group_prev b = a, c = a, d = a;
-  CHECK(group_named(&a, NULL, &refreshed));
+  CHECK(name_it(&a, NULL));
   CHECK(!strcmp(a.inst, "udp_socket_read-eth0"));
-  CHECK(group_named(&b, &a, &refreshed));
+  CHECK(name_it(&b, &a));
   CHECK(!strcmp(b.inst, "udp_socket_read-eth0"));
   strcpy(g.name, "eth0x");
-  CHECK(group_named(&c, &b, &refreshed));
+  CHECK(name_it(&c, &b));
   CHECK(!strcmp(c.inst, "udp_socket_read-eth0x"));
   strcpy(g.name, "eth");
-  CHECK(group_named(&d, &c, &refreshed));
+  CHECK(name_it(&d, &c));
   CHECK(!strcmp(d.inst, "udp_socket_read-eth"));
   g.gone = true;
-  CHECK(!group_named(&d, &c, &refreshed));
+  CHECK(!name_it(&d, &c));
   if_groups = NULL;
   nif_groups = 0;
   cfg.groupby = NSL_GROUP_NONE;
