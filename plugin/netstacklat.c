@@ -799,6 +799,16 @@ static int cmp_gkey(const void *a, const void *b) {
   return x->hook < y->hook ? -1 : x->hook > y->hook;
 }
 
+/* A key and where it is in the batch read: sorted by cmp_gkey (the key
+ * comes first, as in struct group_prev). */
+struct gkey_at {
+  struct nsl_group_key key;
+  size_t at;
+};
+_Static_assert(offsetof(struct gkey_at, key) == 0 &&
+                   offsetof(struct group_prev, key) == 0,
+               "cmp_gkey reads the key at the start");
+
 static bool group_name(const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
@@ -886,13 +896,22 @@ static void read_grouped(double elapsed) {
   }
 
   struct group_prev *cur = calloc(n ? n : 1, sizeof(*cur));
-  if (!cur)
+  /* Sort (key, index) pairs, not the ~400-byte entries. */
+  struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
+  if (!cur || !order) {
+    free(cur);
+    free(order);
     goto out;
-  for (size_t i = 0; i < n; i++) {
-    cur[i].key = keys[i];
-    sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
   }
-  qsort(cur, n, sizeof(*cur), cmp_gkey);
+  for (size_t i = 0; i < n; i++)
+    order[i] = (struct gkey_at){keys[i], i};
+  qsort(order, n, sizeof(*order), cmp_gkey);
+  for (size_t i = 0; i < n; i++) {
+    cur[i].key = order[i].key;
+    sum_cpus((struct nsl_hist *)((char *)vals + order[i].at * vsize),
+             &cur[i].h);
+  }
+  free(order);
   if (cfg.groupby == NSL_GROUP_INTERFACE)
     if_names_refresh(cur, n);
   bool refreshed = false;
