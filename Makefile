@@ -174,6 +174,11 @@ $(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
+$(BUILD)/tests/pressure_test: tests/unit/pressure_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/pressure.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)

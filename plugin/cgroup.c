@@ -58,7 +58,27 @@ const char *cgroup2_root(void) {
   return cg2_root;
 }
 
+static int cg2_root_fd = -1;
+
+bool cgroup_is(const char *rel, uint64_t id) {
+  if (cg2_root_fd < 0) {
+    const char *root = cgroup2_root();
+    if (!root)
+      return false;
+    cg2_root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg2_root_fd < 0)
+      return false;
+  }
+  struct stat st;
+  if (fstatat(cg2_root_fd, *rel ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return false;
+  return S_ISDIR(st.st_mode) && (uint64_t)st.st_ino == id;
+}
+
 void cgroup2_reset(void) {
+  if (cg2_root_fd >= 0)
+    close(cg2_root_fd);
+  cg2_root_fd = -1;
   free(cg2_root);
   cg2_root = NULL;
   cg2_looked = false;

@@ -43,6 +43,10 @@ void cgroup_tree_refresh(struct cgroup_tree *t);
 /* Path below the root ("" for the root), or NULL when id is not known. */
 const char *cgroup_tree_path(const struct cgroup_tree *t, uint64_t id);
 void cgroup_tree_free(struct cgroup_tree *t);
+/* Is the cgroup at rel (below the root) still the one with this id? One
+ * fstatat(2): cheaper than walking the tree again to see that a known
+ * cgroup is still there under the same path. */
+bool cgroup_is(const char *rel, uint64_t id);
 
 /* Subtree semantics of a Cgroup filter: the ids of every cgroup a glob
  * matches and of every cgroup below it, sorted and unique, in a malloc'd

@@ -235,25 +235,43 @@ static void read_bpf_stats(struct bpf_object *obj) {
     memset(&info, 0, sizeof(info));
     if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
       continue;
-    const char *name = bpf_program__name(p);
-    submit_derive("ebpf", name, "derive", "run_count",
-                  (int64_t)info.run_cnt);
-    submit_derive("ebpf", name, "derive", "run_time_ns",
-                  (int64_t)info.run_time_ns);
+    value_list_t vl;
+    vl_prepare(&vl, "ebpf", bpf_program__name(p));
+    vl_derive(&vl, "derive", "run_count", (int64_t)info.run_cnt);
+    vl_derive(&vl, "derive", "run_time_ns", (int64_t)info.run_time_ns);
   }
 }
 
 /* Which flavour feeds each hook's values, in the backend and not only in
  * the log: ebpf/<feature>-<hook>/gauge-flavour (flavour_code()). Program
  * names never contain '-', so these never meet the run stats' instances. */
+static struct flavour_vl {
+  const struct hook_state *h;
+  value_list_t vl; /* ebpf/<feature>-<hook>, made the first time */
+} flavour_vls[64];
+static size_t nflavour_vls;
+
 static void submit_flavour(const char *feature, const struct hook_state *h,
                            void *arg) {
   if (strcmp(feature, (const char *)arg) != 0)
     return;
-  char inst[DATA_MAX_NAME_LEN];
-  snprintf(inst, sizeof(inst), "%s-%s", feature, h->def->name);
-  submit_gauge(PLUGIN_NAME, inst, "gauge", "flavour",
-               (double)flavour_code(h->flavour));
+  struct flavour_vl *f = NULL;
+  for (size_t i = 0; i < nflavour_vls && !f; i++)
+    if (flavour_vls[i].h == h)
+      f = &flavour_vls[i];
+  if (!f) {
+    char inst[DATA_MAX_NAME_LEN];
+    snprintf(inst, sizeof(inst), "%s-%s", feature, h->def->name);
+    if (nflavour_vls == sizeof(flavour_vls) / sizeof(flavour_vls[0])) {
+      submit_gauge(PLUGIN_NAME, inst, "gauge", "flavour",
+                   (double)flavour_code(h->flavour));
+      return;
+    }
+    f = &flavour_vls[nflavour_vls++];
+    f->h = h;
+    vl_prepare(&f->vl, PLUGIN_NAME, inst);
+  }
+  vl_gauge(&f->vl, "gauge", "flavour", (double)flavour_code(h->flavour));
 }
 
 static int ebpf_read(void) {
@@ -277,6 +295,7 @@ static int ebpf_shutdown(void) {
       features[f]->shutdown();
     running[f] = false;
   }
+  nflavour_vls = 0; /* the hook arrays are the features' */
   if (stats_fd >= 0)
     close(stats_fd);
   stats_fd = -1;

@@ -84,6 +84,16 @@ void submit_gauge(const char *plugin, const char *plugin_instance,
                   const char *type, const char *type_instance, double v);
 void submit_derive(const char *plugin, const char *plugin_instance,
                    const char *type, const char *type_instance, int64_t v);
+/* A source's value list, its plugin and plugin_instance filled once
+ * (vl_prepare, at init or when the source is named); vl_gauge/vl_derive then
+ * copy only the type and type_instance (strings prepared once by the
+ * caller) and the value, and dispatch. */
+void vl_prepare(value_list_t *vl, const char *plugin,
+                const char *plugin_instance);
+void vl_gauge(value_list_t *vl, const char *type, const char *type_instance,
+              double v);
+void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
+               int64_t v);
 
 /* ---- notifications ---- */
 /* One field of a notification: a key ([a-z0-9_]) and a typed value. The

@@ -130,7 +130,7 @@ static void cfg_defaults(void) {
   static const double def_pct[] = {50, 90, 99, 99.9};
   cfg.npct = 4;
   memcpy(cfg.pct, def_pct, sizeof(def_pct));
-  cfg.buckets = true;
+  cfg.buckets = false;
   cfg.groupby = NSL_GROUP_NONE;
   cfg.min_qlen = 0;
   cfg.include_hol = true;
@@ -328,6 +328,7 @@ static int netstacklat_config(const oconfig_item_t *ci) {
 struct group_prev {
   struct nsl_group_key key;
   struct nsl_hist h;
+  char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
 };
 
 static struct netstacklat_bpf *skel;
@@ -335,6 +336,10 @@ static struct hook_state hooks[NSL_NHOOKS];
 static int ts_sock = -1;
 static int ncpus;
 static struct nsl_hist prev[NSL_NHOOKS];
+/* The identity of each hook's values (plugin, plugin_instance), and the
+ * type_instance of each bucket: made once, reused every interval. */
+static value_list_t hook_vl[NSL_NHOOKS];
+static char bucket_names[HIST_NBUCKETS][32];
 static struct group_prev *gprev; /* sorted by key */
 static size_t ngprev;
 static struct timespec last_read;
@@ -967,12 +972,17 @@ static bool skip_applies(__u32 hook, int s) {
     return hook == NSL_TCP_SOCKET_READ && !cfg.include_hol;
   case NSL_SKIP_RACED:
     return hook == NSL_UDP_SOCKET_ENQUEUED;
+  case NSL_SKIP_MAP_FULL:
+    /* Counted on the hook's ungrouped entry only, and dispatched from
+     * there with GroupBy (netstacklat_read()): 0 everywhere else. */
+    return false;
   default:
     return true;
   }
 }
 
-static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
+/* vl: the identity of the hook's or group's values (vl_prepare()). */
+static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
                      const struct nsl_hist *before, double elapsed) {
   uint64_t d[HIST_NBUCKETS], dsum;
   uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
@@ -980,35 +990,42 @@ static void dispatch(__u32 hook, const char *inst, const struct nsl_hist *now,
                               before->sum_ns, d, &dsum);
   /* The counters are cumulative and never reset while we run. count is
    * exact for any SampleEvery; the buckets hold the timed events only. */
-  submit_derive(FEATURE, inst, "operations", NULL, (int64_t)now->count);
+  vl_derive(vl, "operations", NULL, (int64_t)now->count);
   for (int s = 0; s < NSL_NSKIPS; s++)
     if (skip_applies(hook, s))
-      submit_derive(FEATURE, inst, "operations", skip_names[s],
-                    (int64_t)now->skipped[s]);
+      vl_derive(vl, "operations", skip_names[s], (int64_t)now->skipped[s]);
   double sum = (double)dsum;
   for (int i = 0; i < cfg.npct; i++)
-    submit_gauge(FEATURE, inst, "latency", pct_names[i],
-                 n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
-  submit_gauge(FEATURE, inst, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
-  submit_gauge(FEATURE, inst, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
+    vl_gauge(vl, "latency", pct_names[i],
+             n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
   /* SampleEvery N: one event in N was timed, so a bucket's rate is its
    * timed count times N. The only place the sampling rate enters. */
   double scale = (double)cfg.sample_every;
   if (cfg.buckets && elapsed > 0)
-    for (int k = 0; k < HIST_NBUCKETS; k++) {
-      char name[64];
-      hist_bucket_name((unsigned)k, name, sizeof(name));
-      submit_gauge(FEATURE, inst, "bucket", name,
-                   (double)d[k] * scale / elapsed);
-    }
+    for (int k = 0; k < HIST_NBUCKETS; k++)
+      vl_gauge(vl, "bucket", bucket_names[k], (double)d[k] * scale / elapsed);
 }
 
+/* By group, then hook: a group's hooks are next to each other, so that it
+ * is looked up and named once per read. */
 static int cmp_gkey(const void *a, const void *b) {
   const struct nsl_group_key *x = a, *y = b;
-  if (x->hook != y->hook)
-    return x->hook < y->hook ? -1 : 1;
-  return x->group < y->group ? -1 : x->group > y->group;
+  if (x->group != y->group)
+    return x->group < y->group ? -1 : 1;
+  return x->hook < y->hook ? -1 : x->hook > y->hook;
 }
+
+/* A key and where it is in the batch read: sorted by cmp_gkey (the key
+ * comes first, as in struct group_prev). */
+struct gkey_at {
+  struct nsl_group_key key;
+  size_t at;
+};
+_Static_assert(offsetof(struct gkey_at, key) == 0 &&
+                   offsetof(struct group_prev, key) == 0,
+               "cmp_gkey reads the key at the start");
 
 static bool group_name(const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], bool *refreshed) {
@@ -1022,7 +1039,11 @@ static bool group_name(const struct nsl_group_key *k,
     memcpy(buf, g->name, EBPF_NAME_LEN);
     return true;
   }
+  /* The tree is walked again only when a group is not in it, or is no
+   * longer where the tree says (gone, or moved): not every interval. */
   const char *rel = cgroup_tree_path(&cgroups, k->group);
+  if (rel && !*refreshed && !cgroup_is(rel, k->group))
+    rel = NULL;
   if (!rel && !*refreshed) {
     cgroup_tree_refresh(&cgroups);
     *refreshed = true;
@@ -1182,6 +1203,20 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
   return n;
 }
 
+/* cur->inst: "<hook>-<gname>", kept from the previous interval's p while
+ * the group keeps its name (gname, from group_name()), else made again. */
+static void group_inst(struct group_prev *cur, const struct group_prev *p,
+                       const char *gname) {
+  const char *hook = hook_names[cur->key.hook];
+  size_t hl = strlen(hook);
+  /* The kept name is "<hook>-" + gname: compare instead of formatting. */
+  if (p && p->inst[0] && !strncmp(p->inst + hl + 1, gname, EBPF_NAME_LEN)) {
+    memcpy(cur->inst, p->inst, sizeof(cur->inst));
+    return;
+  }
+  snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
+}
+
 static void read_grouped(double elapsed) {
   int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
@@ -1229,24 +1264,38 @@ static void read_grouped(double elapsed) {
   bool slots = cg_slots != NULL;
   size_t room = n + (slots ? ncg_used * NSL_NHOOKS : 0);
   struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
-  if (!cur)
+  /* Sort (key, index) pairs, not the ~400-byte entries. */
+  struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
+  if (!cur || !order) {
+    free(cur);
+    free(order);
     goto out;
-  for (size_t i = 0; i < n; i++) {
-    cur[i].key = keys[i];
-    sum_cpus((struct nsl_hist *)((char *)vals + i * vsize), &cur[i].h);
   }
-  qsort(cur, n, sizeof(*cur), cmp_gkey);
+  for (size_t i = 0; i < n; i++)
+    order[i] = (struct gkey_at){keys[i], i};
+  qsort(order, n, sizeof(*order), cmp_gkey);
+  for (size_t i = 0; i < n; i++) {
+    cur[i].key = order[i].key;
+    sum_cpus((struct nsl_hist *)((char *)vals + order[i].at * vsize),
+             &cur[i].h);
+  }
+  free(order);
   if (slots)
     n = cg_slots_merge(cur, n);
   if (cfg.groupby == NSL_GROUP_INTERFACE)
     if_names_refresh(cur, n);
   bool refreshed = false;
   size_t kept = 0;
+  char gname[EBPF_NAME_LEN];
+  bool named = false; /* gname is cur[i - 1]'s group's, when it has one */
   for (size_t i = 0; i < n; i++) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
-    char gname[EBPF_NAME_LEN], inst[DATA_MAX_NAME_LEN];
-    if (!group_name(&cur[i].key, gname, &refreshed)) {
+    if (i == 0 || cur[i].key.group != cur[i - 1].key.group)
+      named = group_name(&cur[i].key, gname, &refreshed);
+    struct group_prev *p =
+        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+    if (!named) {
       /* The group is gone: free its slot for new groups, and forget its
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
@@ -1257,11 +1306,11 @@ static void read_grouped(double elapsed) {
     if (slots)
       cg_slot_give(cur[i].key.group, cgroup_tree_path(&cgroups,
                                                        cur[i].key.group));
-    snprintf(inst, sizeof(inst), "%s-%s", hook_names[cur[i].key.hook], gname);
-    struct group_prev *p =
-        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+    group_inst(&cur[i], p, gname);
     static const struct nsl_hist zero;
-    dispatch(cur[i].key.hook, inst, &cur[i].h, p ? &p->h : &zero, elapsed);
+    value_list_t vl;
+    vl_prepare(&vl, FEATURE, cur[i].inst);
+    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed);
     cur[kept++] = cur[i]; /* still sorted */
   }
   free(gprev);
@@ -1280,7 +1329,10 @@ static int netstacklat_read(void) {
   double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
   last_read = ts;
   set_clock_offset();
-  if (cg_hash || cfg.groupby == NSL_GROUP_CGROUP)
+  /* GroupBy cgroup walks the tree only when it meets a group it cannot
+   * name (group_name()); the hash-way Cgroup filter needs it every
+   * interval. */
+  if (cg_hash)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);
@@ -1297,7 +1349,7 @@ static int netstacklat_read(void) {
     struct nsl_hist now;
     sum_cpus(percpu, &now);
     if (cfg.groupby == NSL_GROUP_NONE)
-      dispatch(h, hook_names[h], &now, &prev[h], elapsed);
+      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
         E_WARNING("netstacklat: hook %s: the group table is full "
@@ -1369,6 +1421,10 @@ static int netstacklat_config_entry(const oconfig_item_t *ci) {
   int st = netstacklat_config(ci);
   for (int i = 0; i < cfg.npct; i++)
     pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
+  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
+    hist_bucket_name(k, bucket_names[k], sizeof(bucket_names[k]));
+  for (__u32 h = 0; h < NSL_NHOOKS; h++)
+    vl_prepare(&hook_vl[h], FEATURE, hook_names[h]);
   return st;
 }
 

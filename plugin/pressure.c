@@ -28,6 +28,8 @@ static struct {
 struct psi_source {
   char *rel;                 /* cgroup path below the root; NULL for host */
   char instance[EBPF_NAME_LEN]; /* the part after "<res>-" */
+  /* plugin_instance of each resource's values, made once (source_name) */
+  char inst[RES_COUNT][DATA_MAX_NAME_LEN];
   int fd[RES_COUNT];
   bool seen; /* matched in this interval's scan */
 };
@@ -113,15 +115,26 @@ static int read_psi(int fd, struct psi_stats *st) {
   return psi_parse(buf, (size_t)n, st);
 }
 
-static void submit_line(const char *inst, int full, const struct psi_line *l) {
+static void submit_line(value_list_t *vl, int full, const struct psi_line *l) {
   static const char *const ti[2][3] = {
       {"some-avg10", "some-avg60", "some-avg300"},
       {"full-avg10", "full-avg60", "full-avg300"}};
   const double avg[3] = {l->avg10, l->avg60, l->avg300};
   for (int i = 0; i < 3; i++)
-    submit_gauge(FEATURE, inst, "percent", ti[full][i], avg[i]);
-  submit_derive(FEATURE, inst, "total_time_in_ms", full ? "full" : "some",
-                (int64_t)(l->total_us / 1000));
+    vl_gauge(vl, "percent", ti[full][i], avg[i]);
+  vl_derive(vl, "total_time_in_ms", full ? "full" : "some",
+            (int64_t)(l->total_us / 1000));
+}
+
+/* The plugin_instance of each resource: "<res>" for the host,
+ * "<res>-<cgroup>" for a cgroup. Once, when the source is made. */
+static void source_name(struct psi_source *s) {
+  for (int r = 0; r < RES_COUNT; r++)
+    if (s->rel)
+      snprintf(s->inst[r], sizeof(s->inst[r]), "%s-%s", res_name[r],
+               s->instance);
+    else
+      snprintf(s->inst[r], sizeof(s->inst[r]), "%s", res_name[r]);
 }
 
 static int read_source(struct psi_source *s, int r) {
@@ -129,15 +142,12 @@ static int read_source(struct psi_source *s, int r) {
   int err = read_psi(s->fd[r], &st);
   if (err)
     return err;
-  char inst[DATA_MAX_NAME_LEN];
-  if (s->rel)
-    snprintf(inst, sizeof(inst), "%s-%s", res_name[r], s->instance);
-  else
-    snprintf(inst, sizeof(inst), "%s", res_name[r]);
+  value_list_t vl;
+  vl_prepare(&vl, FEATURE, s->inst[r]);
   if (st.some.present)
-    submit_line(inst, 0, &st.some);
+    submit_line(&vl, 0, &st.some);
   if (st.full.present)
-    submit_line(inst, 1, &st.full);
+    submit_line(&vl, 1, &st.full);
   return 0;
 }
 
@@ -199,14 +209,34 @@ struct scan {
   int nadded, nremoved;
 };
 
+/* groups[] is sorted by rel: where rel is, or would go. */
+static size_t group_find(const char *rel, bool *found) {
+  size_t lo = 0, hi = ngroups;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(groups[mid].rel, rel);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = false;
+  return lo;
+}
+
 /* A cgroup the globs matched: mark it seen, or open it. */
 static void scan_one(const char *dir, const char *rel, void *arg) {
   struct scan *s = arg;
-  for (size_t i = 0; i < ngroups; i++)
-    if (strcmp(groups[i].rel, rel) == 0) {
-      groups[i].seen = true;
-      return;
-    }
+  bool found;
+  size_t at = group_find(rel, &found);
+  if (found) {
+    groups[at].seen = true;
+    return;
+  }
   struct psi_source g = {.seen = true};
   cgroup_name(rel, g.instance);
   if (group_open(&g, dir) == 0) {
@@ -228,7 +258,10 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
     return;
   }
   groups = ng;
-  groups[ngroups++] = g;
+  source_name(&g);
+  memmove(&groups[at + 1], &groups[at], (ngroups - at) * sizeof(*groups));
+  groups[at] = g;
+  ngroups++;
   note(s->added, sizeof(s->added), &s->nadded, rel);
 }
 
@@ -247,15 +280,16 @@ static void scan_cgroups(void) {
   for (size_t p = 0; p < cfg.ncgroups; p++)
     cgroup2_glob(cfg.cgroups[p], scan_one, &s);
 
-  for (size_t i = 0; i < ngroups;) {
+  size_t kept = 0; /* keeps the order */
+  for (size_t i = 0; i < ngroups; i++) {
     if (groups[i].seen) {
-      i++;
+      groups[kept++] = groups[i];
       continue;
     }
     note(s.removed, sizeof(s.removed), &s.nremoved, groups[i].rel);
     source_close(&groups[i]);
-    groups[i] = groups[--ngroups];
   }
+  ngroups = kept;
   if (s.nadded)
     E_INFO("pressure: watching %d new cgroup%s: %s", s.nadded,
            s.nadded == 1 ? "" : "s", s.added);
@@ -264,19 +298,56 @@ static void scan_cgroups(void) {
            s.nremoved == 1 ? "" : "s", s.removed);
 }
 
+/* The glob(3) of every Cgroup pattern was a third of a read with 50
+ * cgroups (and grows with them): the scan runs when it can find something.
+ * A cgroup that goes away shows as a failed read of its open files, which
+ * asks for a scan at the next read; a path without glob characters that
+ * matches nothing yet is looked for every read; new matches of a glob are
+ * picked up within SCAN_EVERY reads. */
+#define SCAN_EVERY 5
+static unsigned reads_since_scan = SCAN_EVERY; /* scan at the first read */
+static bool scan_asked;
+
+static bool is_literal(const char *pattern) {
+  return !strpbrk(pattern, "*?[\\");
+}
+
+static bool scan_due(void) {
+  if (scan_asked || ++reads_since_scan >= SCAN_EVERY)
+    return true;
+  for (size_t p = 0; p < cfg.ncgroups; p++) {
+    if (!is_literal(cfg.cgroups[p]))
+      continue;
+    const char *rel = cfg.cgroups[p];
+    while (*rel == '/')
+      rel++;
+    bool found;
+    group_find(rel, &found);
+    if (!found)
+      return true;
+  }
+  return false;
+}
+
 static int pressure_read(void) {
   if (cfg.host)
     for (int r = 0; r < RES_COUNT; r++)
       if (host.fd[r] >= 0)
         read_source(&host, r);
   if (cfg.ncgroups) {
-    scan_cgroups();
+    if (scan_due()) {
+      scan_cgroups();
+      reads_since_scan = 0;
+      scan_asked = false;
+    }
     for (size_t i = 0; i < ngroups; i++)
       for (int r = 0; r < RES_COUNT; r++)
         if (groups[i].fd[r] >= 0 && read_source(&groups[i], r) != 0) {
-          /* Removed between scan and read: the next scan drops it. */
+          /* Removed (the kernel's files of a removed cgroup fail to
+           * read): the next read scans, which drops it. */
           close(groups[i].fd[r]);
           groups[i].fd[r] = -1;
+          scan_asked = true;
         }
   }
   return 0;
@@ -286,6 +357,7 @@ static int pressure_init(void) {
   for (int r = 0; r < RES_COUNT; r++)
     host.fd[r] = -1;
   host_res = 0;
+  source_name(&host);
   if (cfg.host) {
     for (int r = 0; r < RES_COUNT; r++) {
       if (!(cfg.resources & (1u << r)))
@@ -326,6 +398,8 @@ static int pressure_init(void) {
 }
 
 static void pressure_shutdown(void) {
+  reads_since_scan = SCAN_EVERY;
+  scan_asked = false;
   source_close(&host);
   for (size_t i = 0; i < ngroups; i++)
     source_close(&groups[i]);

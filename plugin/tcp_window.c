@@ -193,6 +193,18 @@ static int percpu_sum(struct bpf_map *map, uint64_t *sum) {
   return 0;
 }
 
+/* The identity of every tcp_window value (plugin "tcp_window", no
+ * plugin_instance), made once. */
+static value_list_t *tw_vl(void) {
+  static value_list_t vl;
+  static bool ready;
+  if (!ready) {
+    vl_prepare(&vl, FEATURE, "");
+    ready = true;
+  }
+  return &vl;
+}
+
 static void clamps_read(void) {
   uint64_t v;
   /* One meaning per name: only the fexit and kprobe flavours count the
@@ -202,14 +214,14 @@ static void clamps_read(void) {
    * (docs/tcp_window.md). */
   if (hooks[0].flavour == FLAVOUR_TP) {
     if (percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
-      submit_derive(FEATURE, "", "operations", "clamped_wakeups", (int64_t)v);
+      vl_derive(tw_vl(), "operations", "clamped_wakeups", (int64_t)v);
   } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
-    submit_derive(FEATURE, "", "operations", "clamps", (int64_t)v);
+    vl_derive(tw_vl(), "operations", "clamps", (int64_t)v);
   }
   /* The kprobe flavour has no sk_storage, so no transitions. */
   if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
       percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
-    submit_derive(FEATURE, "", "operations", "clamp_transitions", (int64_t)v);
+    vl_derive(tw_vl(), "operations", "clamp_transitions", (int64_t)v);
 }
 
 /* ------------------------------------------------------------ tcp memory */
@@ -242,15 +254,15 @@ static void tcp_memory_read(void) {
     return;
   }
   double ps = (double)page_size;
-  submit_gauge(FEATURE, "", "memory", "tcp_in_use", (double)used * ps);
-  submit_gauge(FEATURE, "", "memory", "tcp_mem_low", (double)lim[0] * ps);
-  submit_gauge(FEATURE, "", "memory", "tcp_mem_pressure", (double)lim[1] * ps);
-  submit_gauge(FEATURE, "", "memory", "tcp_mem_max", (double)lim[2] * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_in_use", (double)used * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_low", (double)lim[0] * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_pressure", (double)lim[1] * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_max", (double)lim[2] * ps);
   /* Above 100 means the host is past the threshold: stock `percent` stops
    * at 100.1, so these use `gauge` (U:U) and are never clipped. */
-  submit_gauge(FEATURE, "", "gauge", "tcp_mem_pressure_percent",
+  vl_gauge(tw_vl(), "gauge", "tcp_mem_pressure_percent",
                lim[1] ? 100.0 * (double)used / (double)lim[1] : NAN);
-  submit_gauge(FEATURE, "", "gauge", "tcp_mem_max_percent",
+  vl_gauge(tw_vl(), "gauge", "tcp_mem_max_percent",
                lim[2] ? 100.0 * (double)used / (double)lim[2] : NAN);
 }
 
@@ -900,8 +912,8 @@ static void stalled_read(void) {
   }
   if (st.on)
     st_commit();
-  submit_gauge(FEATURE, "", "count", "stalled_receivers", (double)acc.stalled);
-  submit_gauge(FEATURE, "", "bytes", "stalled_receivers",
+  vl_gauge(tw_vl(), "count", "stalled_receivers", (double)acc.stalled);
+  vl_gauge(tw_vl(), "bytes", "stalled_receivers",
                (double)acc.stalled_bytes);
 }
 

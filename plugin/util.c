@@ -244,27 +244,48 @@ static void name_copy(char dst[DATA_MAX_NAME_LEN], const char *src) {
   dst[n] = 0;
 }
 
-static void submit(const char *plugin, const char *plugin_instance,
-                   const char *type, const char *type_instance, value_t v) {
-  value_list_t vl = VALUE_LIST_INIT;
-  vl.values = &v;
-  vl.values_len = 1;
-  name_copy(vl.plugin, plugin);
-  name_copy(vl.plugin_instance, plugin_instance);
-  name_copy(vl.type, type);
-  name_copy(vl.type_instance, type_instance);
-  plugin_dispatch_values(&vl);
+void vl_prepare(value_list_t *vl, const char *plugin,
+                const char *plugin_instance) {
+  *vl = (value_list_t)VALUE_LIST_INIT;
+  name_copy(vl->plugin, plugin);
+  name_copy(vl->plugin_instance, plugin_instance);
+}
+
+/* collectd copies the list (and fills host, time and interval in its copy),
+ * so the caller's prepared identity stays as it was. */
+static void vl_submit(value_list_t *vl, const char *type,
+                      const char *type_instance, value_t v) {
+  vl->values = &v;
+  vl->values_len = 1;
+  name_copy(vl->type, type);
+  name_copy(vl->type_instance, type_instance);
+  plugin_dispatch_values(vl);
+  vl->values = NULL;
+  vl->values_len = 0;
+}
+
+void vl_gauge(value_list_t *vl, const char *type, const char *type_instance,
+              double v) {
+  vl_submit(vl, type, type_instance, (value_t){.gauge = v});
+}
+
+void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
+               int64_t v) {
+  vl_submit(vl, type, type_instance, (value_t){.derive = v});
 }
 
 void submit_gauge(const char *plugin, const char *plugin_instance,
                   const char *type, const char *type_instance, double v) {
-  submit(plugin, plugin_instance, type, type_instance, (value_t){.gauge = v});
+  value_list_t vl;
+  vl_prepare(&vl, plugin, plugin_instance);
+  vl_gauge(&vl, type, type_instance, v);
 }
 
 void submit_derive(const char *plugin, const char *plugin_instance,
                    const char *type, const char *type_instance, int64_t v) {
-  submit(plugin, plugin_instance, type, type_instance,
-         (value_t){.derive = v});
+  value_list_t vl;
+  vl_prepare(&vl, plugin, plugin_instance);
+  vl_derive(&vl, type, type_instance, v);
 }
 
 /* ---------------------------------------------------------- notifications */

@@ -140,7 +140,8 @@ def graphite():
         panel(2, "netstacklat $hook: buckets (events/s)", [
             t("A", "sortByName(aliasSub(%s.bucket-*, '^.*bucket-[0-9]+_', ''), true)" % h)],
             "short", 12, 0, kind="heatmap", extra=HEATMAP,
-            desc="Events per second per log2 bucket, labelled by the bucket's upper bound in ns."),
+            desc="Events per second per log2 bucket, labelled by the bucket's upper bound in ns. "
+                 "Needs Buckets true in <Netstacklat> (off by default)."),
         panel(3, "netstacklat $hook: packets/s", [
             t("A", "alias(%s.operations, 'measured')" % h),
             t("B", "aliasByNode(%s.operations-skipped-*, 2)" % h)],
@@ -199,7 +200,8 @@ def prometheus():
         panel(2, "netstacklat $hook: buckets (events/s)", [
             t("A", "collectd_netstacklat_bucket{%s}" % sel, fmt="heatmap")],
             "short", 12, 0, kind="heatmap", extra=HEATMAP,
-            desc="Events per second per log2 bucket (label type = lo_hi ns)."),
+            desc="Events per second per log2 bucket (label type = lo_hi ns). "
+                 "Needs Buckets true in <Netstacklat> (off by default)."),
         panel(3, "netstacklat $hook: packets/s", [
             t("A", 'rate(collectd_netstacklat_operations_total{%s,type=""}[1m])' % sel, "measured"),
             t("B", 'rate(collectd_netstacklat_operations_total{%s,type=~"skipped-.*"}[1m])' % sel)],
