@@ -44,38 +44,6 @@ EXPORT int plugin_dispatch_values(value_list_t const *vl) {
   ndispatched += vl->values_len;
   return 0;
 }
-/* Outlier notifications (util.c): counted nowhere, never dispatched by the
- * configurations readcost runs; present so that dlopen resolves them. */
-EXPORT char *hostname_g = "readcost";
-EXPORT int plugin_dispatch_notification(const notification_t *n) {
-  (void)n;
-  return 0;
-}
-EXPORT int plugin_notification_meta_add_string(notification_t *n,
-                                               const char *k, const char *v) {
-  (void)n, (void)k, (void)v;
-  return 0;
-}
-EXPORT int plugin_notification_meta_add_signed_int(notification_t *n,
-                                                   const char *k, int64_t v) {
-  (void)n, (void)k, (void)v;
-  return 0;
-}
-EXPORT int plugin_notification_meta_add_unsigned_int(notification_t *n,
-                                                     const char *k,
-                                                     uint64_t v) {
-  (void)n, (void)k, (void)v;
-  return 0;
-}
-EXPORT int plugin_notification_meta_add_double(notification_t *n,
-                                               const char *k, double v) {
-  (void)n, (void)k, (void)v;
-  return 0;
-}
-EXPORT int plugin_notification_meta_free(notification_meta_t *n) {
-  (void)n;
-  return 0;
-}
 EXPORT int plugin_register_complex_config(const char *t,
                                           int (*cb)(oconfig_item_t *)) {
   cb_config = cb;
