@@ -1112,14 +1112,15 @@ static void cg_slot_set(long long i, uint64_t id) {
   }
 }
 
+/* The lowest free slot: slots stay packed at the bottom, so the batched
+ * read (cg_slots_merge) covers about the live groups, not MaxGroups.
+ * cg_free_hint: no slot below it is free. */
 static long long cg_slot_free_one(void) {
-  for (long long k = 0; k < cfg.max_groups; k++) {
-    long long i = (cg_free_hint + k) % cfg.max_groups;
+  for (long long i = cg_free_hint; i < cfg.max_groups; i++)
     if (!cg_slots[i].id) {
       cg_free_hint = i + 1;
       return i;
     }
-  }
   return -1;
 }
 
@@ -1130,6 +1131,8 @@ static void cg_slot_free(uint64_t id) {
     return;
   cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
+  if (i < cg_free_hint)
+    cg_free_hint = i;
 }
 
 /* A cgroup found in the hash (its events before it had a slot): give it a
@@ -1156,6 +1159,8 @@ static void cg_slot_give(uint64_t id, const char *rel) {
     return;
   cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
+  if (i < cg_free_hint)
+    cg_free_hint = i;
 }
 
 /* Add the slots' counts to this interval's (hook, group) entries: a
@@ -1174,10 +1179,15 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
    * one lookup per row where batches are not supported. */
   __u32 want = (__u32)(top + 1) * nwanted_pos, got = 0;
   __u32 *keys = malloc(want * sizeof(*keys));
-  struct nsl_slot_hist *v = malloc((size_t)want * ncpus * sizeof(*v));
+  size_t vbytes = (size_t)want * ncpus * sizeof(struct nsl_slot_hist);
+  struct nsl_slot_hist *v =
+      malloc(vbytes <= ((size_t)4 << 20) ? vbytes : ncpus * sizeof(*v));
   struct nsl_hist *per = calloc((size_t)ncpus, sizeof(*per));
   bool batched = false;
-  if (keys && v && per) {
+  /* Past 4 MiB of values (many slots on many CPUs) the rows are read one
+   * by one rather than holding all of them at once. */
+  if (keys && v && per &&
+      vbytes <= ((size_t)4 << 20)) {
     __u32 out_batch = 0, count = want;
     LIBBPF_OPTS(bpf_map_batch_opts, bo);
     int err = bpf_map_lookup_batch(fd, NULL, &out_batch, keys, v, &count, &bo);
