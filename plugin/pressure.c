@@ -21,9 +21,10 @@ static const char *const res_name[RES_COUNT] = {"cpu", "memory", "io", "irq"};
 static struct {
   bool host;
   unsigned resources; /* bitmask of RES_* */
+  unsigned averages;  /* bitmask: 1 avg10, 2 avg60, 4 avg300 */
   char **cgroups;     /* path globs below the cgroup2 root */
   size_t ncgroups;
-} cfg = {.host = true, .resources = (1u << RES_COUNT) - 1};
+} cfg = {.host = true, .resources = (1u << RES_COUNT) - 1, .averages = 7};
 
 struct psi_source {
   char *rel;                 /* cgroup path below the root; NULL for host */
@@ -67,9 +68,47 @@ bad:;
   return -1;
 }
 
+/* Averages 10 60 300: which of the kernel's running averages to dispatch
+ * (the totals always are: any average can be derived from them). */
+static int parse_averages(const oconfig_item_t *ci) {
+  static const int window[3] = {10, 60, 300};
+  unsigned mask = 0;
+  if (ci->values_num < 1 || ci->children_num != 0)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    const oconfig_value_t *v = &ci->values[i];
+    double d;
+    if (v->type == OCONFIG_TYPE_NUMBER)
+      d = v->value.number;
+    else if (v->type == OCONFIG_TYPE_STRING) {
+      char *end;
+      d = strtod(v->value.string, &end);
+      if (end == v->value.string || *end)
+        goto bad;
+    } else
+      goto bad;
+    int w;
+    for (w = 0; w < 3; w++)
+      if (d == window[w])
+        break;
+    if (w == 3)
+      goto bad;
+    mask |= 1u << w;
+  }
+  cfg.averages = mask;
+  return 0;
+bad:;
+  char buf[256];
+  E_ERROR("invalid value %s for option \"Averages\" in block <Pressure>: "
+          "expected one or more of 10 60 300 (the kernel's avg10, avg60, "
+          "avg300).",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
 static int pressure_config(const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen_host = false, seen_res = false;
+  bool seen_host = false, seen_res = false, seen_avg = false;
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
     if (strcasecmp(c->key, "Host") == 0) {
@@ -77,6 +116,9 @@ static int pressure_config(const oconfig_item_t *ci) {
         errors++;
     } else if (strcasecmp(c->key, "Resources") == 0) {
       if (cfg_once(c, &seen_res) || parse_resources(c))
+        errors++;
+    } else if (strcasecmp(c->key, "Averages") == 0) {
+      if (cfg_once(c, &seen_avg) || parse_averages(c))
         errors++;
     } else if (strcasecmp(c->key, "Cgroup") == 0) {
       if (cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups))
@@ -121,7 +163,8 @@ static void submit_line(value_list_t *vl, int full, const struct psi_line *l) {
       {"full-avg10", "full-avg60", "full-avg300"}};
   const double avg[3] = {l->avg10, l->avg60, l->avg300};
   for (int i = 0; i < 3; i++)
-    vl_gauge(vl, "percent", ti[full][i], avg[i]);
+    if (cfg.averages & (1u << i))
+      vl_gauge(vl, "percent", ti[full][i], avg[i]);
   vl_derive(vl, "total_time_in_ms", full ? "full" : "some",
             (int64_t)(l->total_us / 1000));
 }
@@ -416,6 +459,7 @@ static void pressure_shutdown(void) {
   nskipped = 0;
   cfg.host = true;
   cfg.resources = (1u << RES_COUNT) - 1;
+  cfg.averages = 7;
   warned_no_cg2 = false;
 }
 
