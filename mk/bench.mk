@@ -12,7 +12,7 @@
 DEB_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
-BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices \
+BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices $(BUILD)/bench/iter_floor.bpf.o \
 	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o
 
 # bench/socketscan: the stalled-receiver scan's cost against idle sockets.
