@@ -517,18 +517,23 @@ static __always_inline bool cg_storage_in(struct cgroup *cgrp,
  * cgroup, the event is left out, as with cgroup storage. The verifier
  * removes the iterations at and past targ_anc_n. */
 static __always_inline bool cg_anc_in(struct cgroup *cgrp) {
-  int cur = cgrp->level;
+  __u64 cur = (__u32)cgrp->level;
   struct cgroup_subsys_state *css = &cgrp->self;
 #pragma unroll
   for (int k = 0; k < NSL_CG_ANC_MAX; k++) {
     if (k >= targ_anc_n)
       break;
-    int l = targ_anc_level[k];
-    for (int i = 0; i < NSL_CG_MAXWALK && cur > l; i++) {
+    __u64 l = targ_anc_level[k];
+    if (cur < l)
+      continue; /* the socket's cgroup is above it */
+    __u64 d = cur - l; /* levels up to the configured one's */
+    if (d > NSL_CG_MAXWALK)
+      return false; /* and further still from the next ones */
+#pragma nounroll
+    for (__u64 i = 0; i < d && i < NSL_CG_MAXWALK; i++)
       css = css->parent;
-      cur--;
-    }
-    if (cur == l && css->cgroup->kn->id == anc_id[k])
+    cur = l;
+    if (css->cgroup->kn->id == anc_id[k])
       return true;
   }
   return false;
@@ -578,11 +583,12 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
       RD(probed, sk, sk_receive_queue.qlen) < targ_min_qlen)
     return false;
   __u64 cg = 0;
-  if (targ_anc_n && !probed && targ_groupby != NSL_GROUP_CGROUP) {
+  if (!targ_filter_cgroup && targ_groupby != NSL_GROUP_CGROUP) {
+    /* no cgroup option: nothing to read */
+  } else if (targ_anc_n && !probed && targ_groupby != NSL_GROUP_CGROUP) {
     if (!cg_anc_in(sk->sk_cgrp_data.cgroup))
       return false;
-  } else if (targ_cg_storage && !probed &&
-      (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP)) {
+  } else if (targ_cg_storage && !probed) {
     struct cgroup *cgrp = sk->sk_cgrp_data.cgroup;
     struct nsl_cg_state *st =
         bpf_cgrp_storage_get(&netstacklat_cgroup_state, cgrp, 0, 0);
@@ -590,7 +596,7 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
       return false;
     if (targ_groupby == NSL_GROUP_CGROUP)
       cg = nsl_cg_group(cgrp->kn->id, st);
-  } else if (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP) {
+  } else {
     cg = sk_cgroup_id(sk, probed);
     if (targ_filter_cgroup &&
         !bpf_map_lookup_elem(&netstacklat_cgroup_filter, &cg))
