@@ -106,6 +106,17 @@ const volatile __u32 targ_hook_pos[NSL_NHOOKS] = {0, 1, 2, 3, 4, 5, 6};
  * decisions the kernel derived before are recomputed. */
 __u32 cg_filter_gen = 1;
 
+/* Cgroup filter by the socket cgroup's ancestors (targ_anc_n > 0; chosen
+ * by user space for a few configured paths without globs, not with
+ * GroupBy cgroup; kprobe programs keep the hash): the cgroup is in when,
+ * for some k, its ancestor at level targ_anc_level[k] is cgroup
+ * anc_id[k]. The levels are load-time constants, deepest first. The ids
+ * are written by user space (0: the path does not exist now; no cgroup has
+ * id 0), and rewritten when a path is made again. */
+const volatile __u32 targ_anc_n = 0;
+const volatile __u32 targ_anc_level[NSL_CG_ANC_MAX] = {0};
+__u64 anc_id[NSL_CG_ANC_MAX] = {0};
+
 struct {
   __uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -495,6 +506,39 @@ static __always_inline bool cg_storage_in(struct cgroup *cgrp,
   return in;
 }
 
+/* Cgroup filter by ancestors: see targ_anc_n. The configured levels come
+ * deepest first; walk up from the socket's cgroup through self.parent to
+ * each level in turn and compare the id there: a load per level walked, 3
+ * per configured cgroup compared, no helper. (struct cgroup's ancestors[]
+ * would give the ancestor at a level in one load, but the verifier walks
+ * a trailing array of a kernel struct only for int or struct elements, and
+ * ancestors[] holds pointers: "struct cgroup doesn't have field at offset
+ * 2232" on 6.18.) More than NSL_CG_MAXWALK levels below a configured
+ * cgroup, the event is left out, as with cgroup storage. The verifier
+ * removes the iterations at and past targ_anc_n. */
+static __always_inline bool cg_anc_in(struct cgroup *cgrp) {
+  __u64 cur = (__u32)cgrp->level;
+  struct cgroup_subsys_state *css = &cgrp->self;
+#pragma unroll
+  for (int k = 0; k < NSL_CG_ANC_MAX; k++) {
+    if (k >= targ_anc_n)
+      break;
+    __u64 l = targ_anc_level[k];
+    if (cur < l)
+      continue; /* the socket's cgroup is above it */
+    __u64 d = cur - l; /* levels up to the configured one's */
+    if (d > NSL_CG_MAXWALK)
+      return false; /* and further still from the next ones */
+#pragma nounroll
+    for (__u64 i = 0; i < d && i < NSL_CG_MAXWALK; i++)
+      css = css->parent;
+    cur = l;
+    if (css->cgroup->kn->id == anc_id[k])
+      return true;
+  }
+  return false;
+}
+
 /* GroupBy cgroup with cgroup storage: the group handed to hist_for(): the
  * cgroup id, with 1 + its slot in the bits above NSL_SLOT_SHIFT when user
  * space has given it one. (A kernfs id is the inode number in its low 32
@@ -539,8 +583,12 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
       RD(probed, sk, sk_receive_queue.qlen) < targ_min_qlen)
     return false;
   __u64 cg = 0;
-  if (targ_cg_storage && !probed &&
-      (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP)) {
+  if (!targ_filter_cgroup && targ_groupby != NSL_GROUP_CGROUP) {
+    /* no cgroup option: nothing to read */
+  } else if (targ_anc_n && !probed && targ_groupby != NSL_GROUP_CGROUP) {
+    if (!cg_anc_in(sk->sk_cgrp_data.cgroup))
+      return false;
+  } else if (targ_cg_storage && !probed) {
     struct cgroup *cgrp = sk->sk_cgrp_data.cgroup;
     struct nsl_cg_state *st =
         bpf_cgrp_storage_get(&netstacklat_cgroup_state, cgrp, 0, 0);
@@ -548,7 +596,7 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
       return false;
     if (targ_groupby == NSL_GROUP_CGROUP)
       cg = nsl_cg_group(cgrp->kn->id, st);
-  } else if (targ_filter_cgroup || targ_groupby == NSL_GROUP_CGROUP) {
+  } else {
     cg = sk_cgroup_id(sk, probed);
     if (targ_filter_cgroup &&
         !bpf_map_lookup_elem(&netstacklat_cgroup_filter, &cg))

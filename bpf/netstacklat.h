@@ -72,6 +72,7 @@ struct nsl_cg_state {
   __u32 in;   /* the cgroup is below a marked one */
 };
 #define NSL_CG_MAXWALK 32 /* ancestors looked at for a decision */
+#define NSL_CG_ANC_MAX 8   /* Cgroup paths the ancestors way compares */
 #define NSL_SLOT_SHIFT 48
 #define NSL_SLOT_ID_MASK ((1ULL << NSL_SLOT_SHIFT) - 1)
 

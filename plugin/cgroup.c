@@ -15,7 +15,7 @@
 /* ------------------------------------------------------------------ root */
 
 static char *cg2_root;
-static bool cg2_looked;
+static bool cg2_looked, cg2_root_is_slash;
 
 /* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
 static void unescape_mount(char *s) {
@@ -46,8 +46,12 @@ const char *cgroup2_root(void) {
     if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
       continue;
     char *save = NULL, *tok = strtok_r(line, " ", &save);
-    for (int i = 0; tok && i < 4; i++)
+    for (int i = 0; tok && i < 3; i++) /* to the mount's root */
       tok = strtok_r(NULL, " ", &save);
+    if (!tok)
+      continue;
+    cg2_root_is_slash = strcmp(tok, "/") == 0;
+    tok = strtok_r(NULL, " ", &save); /* the mount point */
     if (!tok)
       continue;
     unescape_mount(tok);
@@ -56,6 +60,51 @@ const char *cgroup2_root(void) {
   }
   fclose(f);
   return cg2_root;
+}
+
+/* The initial cgroup namespace has a fixed inode number (PROC_CGROUP_INIT_INO
+ * in include/linux/proc_ns.h). */
+bool cgroup2_is_whole(const char **why) {
+  if (!cgroup2_root()) {
+    *why = "no cgroup2 mount";
+    return false;
+  }
+  if (!cg2_root_is_slash) {
+    *why = "the cgroup2 mount is a subtree of the hierarchy";
+    return false;
+  }
+  char ns[64];
+  ssize_t n = readlink("/proc/self/ns/cgroup", ns, sizeof(ns) - 1);
+  if (n < 0) {
+    *why = "cannot read /proc/self/ns/cgroup";
+    return false;
+  }
+  ns[n] = 0;
+  if (strcmp(ns, "cgroup:[4026531835]") != 0) {
+    *why = "collectd runs in a cgroup namespace of its own";
+    return false;
+  }
+  *why = NULL;
+  return true;
+}
+
+bool cgroup_is_glob(const char *p) { return strpbrk(p, "*?[") != NULL; }
+
+int cgroup_path_depth(const char *p) {
+  int d = 0;
+  while (*p) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    const char *e = strchr(p, '/');
+    if (!e)
+      e = p + strlen(p);
+    if (!(e - p == 1 && *p == '.'))
+      d++;
+    p = e;
+  }
+  return d;
 }
 
 static int cg2_root_fd = -1;
@@ -81,7 +130,7 @@ void cgroup2_reset(void) {
   cg2_root_fd = -1;
   free(cg2_root);
   cg2_root = NULL;
-  cg2_looked = false;
+  cg2_looked = cg2_root_is_slash = false;
 }
 
 int cgroup2_glob(const char *pattern,

@@ -14,6 +14,17 @@
 const char *cgroup2_root(void);
 void cgroup2_reset(void);
 
+/* Is the cgroup2 mount the whole hierarchy, so that a path's depth below
+ * it is the cgroup's level in the kernel (struct cgroup's level)? True in
+ * the initial cgroup namespace with the mount's root "/"; *why says what
+ * is not so otherwise. */
+bool cgroup2_is_whole(const char **why);
+/* Does a Cgroup value use glob characters (* ? [)? */
+bool cgroup_is_glob(const char *p);
+/* The depth of a path below the root: its components, "." not counted
+ * ("a/b" is 2; the cgroup's level when cgroup2_is_whole()). */
+int cgroup_path_depth(const char *p);
+
 /* Expand a glob below the cgroup2 root (leading '/' ignored) and call cb
  * for every matching directory with its path and its path below the root
  * (never empty: the root itself is skipped). Returns the number of

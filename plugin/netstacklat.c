@@ -352,6 +352,15 @@ static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
  * kept filled too (a socket hook runs as a kprobe, which has no cgroup
  * storage). */
 static bool cg_storage, cg_hash;
+/* Cgroup filter by the ancestors of the socket's cgroup (cg_anc): a few
+ * configured paths without globs, no GroupBy cgroup, a cgroup2 mount that
+ * is the whole hierarchy (a path's depth is its level). The ids last
+ * written to the kernel, per configured path (0: it does not exist). */
+static bool cg_anc;
+static uint64_t anc_ids[NSL_CG_ANC_MAX];
+/* The kernel's k-th configured cgroup is cfg.cgroups[anc_path[k]]: the
+ * kernel walks up from the socket's cgroup, so the deepest come first. */
+static size_t anc_path[NSL_CG_ANC_MAX];
 static struct cgroup_filter cg_marks; /* the configured cgroups marked */
 struct cg_slot {
   uint64_t id; /* the cgroup; 0: free */
@@ -489,13 +498,45 @@ out:
   return cg_marks.n;
 }
 
+/* Ancestors way: the id of each configured path now (0: none), written
+ * to the kernel when it changed (a path removed and made again keeps its
+ * level, with a new id). Returns how many exist. */
+static size_t anc_refresh(bool log_changes) {
+  size_t n = 0, added = 0, removed = 0;
+  for (size_t k = 0; k < cfg.ncgroups && k < NSL_CG_ANC_MAX; k++) {
+    const char *rel = cfg.cgroups[anc_path[k]];
+    while (*rel == '/')
+      rel++;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/%s", cgroup2_root(), rel);
+    struct stat st;
+    uint64_t id = stat(dir, &st) == 0 && S_ISDIR(st.st_mode)
+                      ? (uint64_t)st.st_ino
+                      : 0;
+    n += id != 0;
+    if (id == anc_ids[k])
+      continue;
+    added += id != 0;
+    removed += anc_ids[k] != 0;
+    anc_ids[k] = id;
+    __atomic_store_n(&skel->bss->anc_id[k], id, __ATOMIC_RELEASE);
+  }
+  if (log_changes && (added || removed))
+    E_INFO("netstacklat: cgroup filter now compares %zu configured cgroups "
+           "(%zu new, %zu gone) with each socket cgroup's ancestors.",
+           n, added, removed);
+  return n;
+}
+
 /* The Cgroup filter map follows the cgroups that exist now. Called at init
  * and every interval, so cgroups created later are picked up. Returns how
  * many ids are selected. */
 static size_t cg_filter_refresh(bool log_changes) {
   if (!cgroup2_root())
     return 0;
-  size_t marked = cg_storage ? cg_marks_refresh(log_changes) : 0;
+  size_t marked = cg_storage ? cg_marks_refresh(log_changes)
+                 : cg_anc   ? anc_refresh(log_changes)
+                            : 0;
   if (!cg_hash)
     return marked;
   uint64_t *ids;
@@ -571,6 +612,27 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   /* Cgroup storage, or on a kernel without it a harmless one-entry array
    * in its place (its path is pruned by the verifier). */
   skel->rodata->targ_cg_storage = cg_storage;
+  /* The ancestors way: the levels are constants of the program; the ids
+   * are in force from the first event. */
+  skel->rodata->targ_anc_n = cg_anc ? (__u32)cfg.ncgroups : 0;
+  if (cg_anc) {
+    for (size_t k = 0; k < cfg.ncgroups; k++)
+      anc_path[k] = k;
+    for (size_t k = 1; k < cfg.ncgroups; k++) /* by depth, deepest first */
+      for (size_t j = k; j > 0 && cgroup_path_depth(cfg.cgroups[anc_path[j]]) >
+                                     cgroup_path_depth(
+                                         cfg.cgroups[anc_path[j - 1]]);
+           j--) {
+        size_t t = anc_path[j];
+        anc_path[j] = anc_path[j - 1];
+        anc_path[j - 1] = t;
+      }
+    for (size_t k = 0; k < cfg.ncgroups; k++)
+      skel->rodata->targ_anc_level[k] =
+          (__u32)cgroup_path_depth(cfg.cgroups[anc_path[k]]);
+    memset(anc_ids, 0, sizeof(anc_ids));
+    anc_refresh(false);
+  }
   if (!cg_storage) {
     bpf_map__set_type(skel->maps.netstacklat_cgroup_state,
                       BPF_MAP_TYPE_ARRAY);
@@ -866,21 +928,60 @@ static int netstacklat_init(void) {
              hook_names[h]);
     }
   }
-  cg_storage = cg_hash = false;
+  cg_storage = cg_hash = cg_anc = false;
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
-    const char *force = getenv("EBPF_TEST_CGROUP_STORAGE");
+    /* Test-only: EBPF_TEST_CGROUP_FILTER=storage|hash skips the ways
+     * before it; EBPF_TEST_CGROUP_STORAGE=off is "hash". */
+    const char *force = getenv("EBPF_TEST_CGROUP_FILTER");
+    const char *old_force = getenv("EBPF_TEST_CGROUP_STORAGE");
+    if (force && strcmp(force, "ancestors") != 0 &&
+        strcmp(force, "storage") != 0 && strcmp(force, "hash") != 0) {
+      E_WARNING("netstacklat: EBPF_TEST_CGROUP_FILTER=\"%s\" is not "
+                "ancestors, storage or hash: ignored.",
+                force);
+      force = NULL;
+    }
+    if (!force && old_force && strcmp(old_force, "off") == 0)
+      force = "hash";
+    const char *no_anc = NULL;
+    if (!cfg.ncgroups)
+      no_anc = "no Cgroup option";
+    else if (cfg.groupby == NSL_GROUP_CGROUP)
+      no_anc = "GroupBy cgroup looks the cgroup up anyway";
+    else if (cfg.ncgroups > NSL_CG_ANC_MAX)
+      no_anc = "more than 8 Cgroup paths";
+    _Static_assert(NSL_CG_ANC_MAX == 8, "the message above says 8");
+    for (size_t i = 0; !no_anc && i < cfg.ncgroups; i++)
+      if (cgroup_is_glob(cfg.cgroups[i]))
+        no_anc = "a Cgroup glob may match cgroups at other levels later";
+    if (!no_anc && !cgroup2_is_whole(&no_anc))
+      no_anc = no_anc ? no_anc : "the cgroup2 mount is not the whole tree";
+    if (!no_anc && force && strcmp(force, "ancestors") != 0)
+      no_anc = strcmp(force, "hash") == 0
+                   ? "forced off by EBPF_TEST_CGROUP_FILTER=hash"
+                   : "forced off by EBPF_TEST_CGROUP_FILTER=storage";
+    cg_anc = !no_anc;
     int r = libbpf_probe_bpf_map_type(
         (enum bpf_map_type)32 /* BPF_MAP_TYPE_CGRP_STORAGE, 6.2: newer than
                                  some UAPI headers we build with */,
         NULL);
-    cg_storage = r == 1 && !(force && strcmp(force, "off") == 0);
-    cg_hash = !cg_storage;
-    E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s).",
-           cg_storage ? "cgroup storage" : "hash maps",
-           force && strcmp(force, "off") == 0
-               ? "forced by EBPF_TEST_CGROUP_STORAGE=off"
-           : r == 1 ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
-                    : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)");
+    bool hash_forced = force && strcmp(force, "hash") == 0;
+    cg_storage = !cg_anc && r == 1 && !hash_forced;
+    cg_hash = !cg_storage && !cg_anc;
+    if (cg_anc)
+      E_INFO("netstacklat: the Cgroup filter uses the cgroups' ancestors "
+             "(%zu Cgroup paths without globs: each socket cgroup's ancestor "
+             "at a configured path's level is compared with it).",
+             cfg.ncgroups);
+    else
+      E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s%s%s).",
+             cg_storage ? "cgroup storage" : "hash maps",
+             hash_forced ? "forced by EBPF_TEST_CGROUP_FILTER=hash or "
+                           "EBPF_TEST_CGROUP_STORAGE=off"
+             : r == 1    ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
+                         : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
+             cfg.ncgroups ? "; not the cgroups' ancestors: " : "",
+             cfg.ncgroups ? no_anc : "");
     if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP) {
       cg_slots = calloc((size_t)cfg.max_groups, sizeof(*cg_slots));
       cg_used = calloc((size_t)cfg.max_groups, sizeof(*cg_used));
@@ -913,13 +1014,15 @@ static int netstacklat_init(void) {
   }
   /* kprobe programs have no cgroup storage: with a socket hook in that
    * flavour, the hash filter is kept filled as well. */
-  for (int h = 0; cg_storage && h < NSL_NHOOKS; h++)
+  for (int h = 0; (cg_storage || cg_anc) && h < NSL_NHOOKS; h++)
     if (hook_has_socket(h) && hooks[h].flavour == FLAVOUR_KPROBE &&
         !cg_hash) {
       cg_hash = true;
-      E_INFO("netstacklat: hook %s runs as a kprobe, which has no cgroup "
-             "storage: the cgroup hash filter is kept as well.",
-             hook_names[h]);
+      E_INFO("netstacklat: hook %s runs as a kprobe, which %s: the cgroup "
+             "hash filter is kept as well.",
+             hook_names[h],
+             cg_storage ? "has no cgroup storage"
+                        : "would read the ancestors through helper calls");
     }
   if (cg_hash || cfg.groupby == NSL_GROUP_CGROUP)
     cgroup_tree_refresh(&cgroups);
@@ -1440,7 +1543,8 @@ static void netstacklat_shutdown(void) {
   free(cg_used);
   cg_used = NULL;
   ncg_used = 0;
-  cg_storage = cg_hash = false;
+  cg_storage = cg_hash = cg_anc = false;
+  memset(anc_ids, 0, sizeof(anc_ids));
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
   free(cfg.netns);

@@ -2,6 +2,7 @@
  * names the key, and makes init fail (so `collectd -T` exits non-zero). */
 /* Links with the plugin's other objects (see the Makefile). */
 #include "../../plugin/ebpf.c"
+#include "../../plugin/cgroup.h"
 #include "mock_collectd.h"
 #include "testlib.h"
 
@@ -237,6 +238,23 @@ DEF_TEST(unknown_block_and_init_fails) {
   CHECK(mock_log_find(LOG_ERR, "the plugin is disabled") >= 0);
   ebpf_shutdown();
   mock_ci_free(root);
+  return 0;
+}
+
+/* The Cgroup filter's ancestors way: a path's depth is the configured
+ * cgroup's level, compared in the kernel; globs keep the other ways. */
+DEF_TEST(cgroup_path_depth_and_glob) {
+  CHECK_EQ_INT(1, cgroup_path_depth("system.slice"));
+  CHECK_EQ_INT(1, cgroup_path_depth("/system.slice/"));
+  CHECK_EQ_INT(2, cgroup_path_depth("//a//b"));
+  CHECK_EQ_INT(2, cgroup_path_depth("./a/./b/."));
+  CHECK_EQ_INT(3, cgroup_path_depth("kubepods.slice/kubepods-burstable.slice/"
+                                    "kubepods-burstable-pod1.slice"));
+  CHECK_EQ_INT(2, cgroup_path_depth("a/.b"));
+  CHECK(!cgroup_is_glob("system.slice/ssh.service"));
+  CHECK(cgroup_is_glob("system.slice/*"));
+  CHECK(cgroup_is_glob("pod?.slice"));
+  CHECK(cgroup_is_glob("pod[12].slice"));
   return 0;
 }
 
@@ -536,6 +554,7 @@ int main(void) {
   RUN_TEST(stalled_notifications_need_the_scan);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);
+  RUN_TEST(cgroup_path_depth_and_glob);
   RUN_TEST(bad_wrong_type);
   RUN_TEST(bad_out_of_range);
   RUN_TEST(bad_empty);
