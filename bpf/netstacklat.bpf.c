@@ -95,13 +95,14 @@ struct {
 /* Cgroup storage (kernel >= 6.2, targ_cg_storage; user space turns the map
  * into a one-entry array on older kernels and the rodata switch keeps the
  * verifier from seeing the storage path). One value per cgroup, for the
- * Cgroup filter and GroupBy cgroup at once, so that both cost one lookup:
- * see struct nsl_cg_state. */
+ * Cgroup filter: see struct nsl_cg_state. */
 const volatile bool targ_cg_storage = false;
-/* GroupBy cgroup with cgroup storage: MaxGroups x targ_nwanted slots, the
- * position of each hook in a group's row (only hooks that are loaded). */
+/* GroupBy cgroup: MaxGroups x targ_nwanted slots, the position of each hook
+ * in a group's row (only hooks that are loaded), and the mask of the group
+ * index (its size - 1). */
 const volatile __u32 targ_nwanted = NSL_NHOOKS;
 const volatile __u32 targ_hook_pos[NSL_NHOOKS] = {0, 1, 2, 3, 4, 5, 6};
+const volatile __u32 targ_cg_index_mask = 0;
 /* Bumped by user space whenever it marks or unmarks a configured cgroup:
  * decisions the kernel derived before are recomputed. */
 __u32 cg_filter_gen = 1;
@@ -124,8 +125,22 @@ struct {
   __type(value, struct nsl_cg_state);
 } netstacklat_cgroup_state SEC(".maps");
 
-/* GroupBy cgroup with cgroup storage: the histograms of the groups that
- * have a slot, at slot * targ_nwanted + targ_hook_pos[hook]; owner is the
+/* GroupBy cgroup: the group index, a direct-mapped table from cgroup id to
+ * slot (struct nsl_cg_index), written by user space when it gives a slot
+ * and cleared when it frees it. A cgroup is at nsl_cg_index_pos() or the
+ * position after; one without an entry goes to the group table. A plain
+ * array: the verifier inlines its lookups, so finding a group costs no
+ * helper call, on every kernel and flavour. max_entries (a power of two) is
+ * set before load (1 when unused). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct nsl_cg_index);
+} netstacklat_cgroup_index SEC(".maps");
+
+/* GroupBy cgroup: the histograms of the groups that have a slot, at
+ * slot * targ_nwanted + targ_hook_pos[hook]; owner is the
  * cgroup id the slot belongs to (written by user space with the slot), so
  * a socket that outlives its cgroup never counts into a slot given to
  * another. max_entries is set before load (1 when unused). */
@@ -209,8 +224,7 @@ static __always_inline int tstamp_not_rx(const struct sk_buff *skb,
 static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
   if (targ_groupby == NSL_GROUP_NONE)
     return bpf_map_lookup_elem(&netstacklat_seconds, &hook);
-  if (targ_cg_storage && targ_groupby == NSL_GROUP_CGROUP &&
-      (group >> NSL_SLOT_SHIFT)) {
+  if (targ_groupby == NSL_GROUP_CGROUP && (group >> NSL_SLOT_SHIFT)) {
     /* A slot (see nsl_cg_group()): the array, if the slot is still the
      * cgroup's; else the hash, as before the slot was given. */
     __u32 slot = (__u32)(group >> NSL_SLOT_SHIFT) - 1;
@@ -539,16 +553,24 @@ static __always_inline bool cg_anc_in(struct cgroup *cgrp) {
   return false;
 }
 
-/* GroupBy cgroup with cgroup storage: the group handed to hist_for(): the
- * cgroup id, with 1 + its slot in the bits above NSL_SLOT_SHIFT when user
- * space has given it one. (A kernfs id is the inode number in its low 32
- * bits and a generation, bumped when the 31-bit inode numbers wrap, above:
- * it would need 2^47 cgroups made to reach bit 48.) */
-static __always_inline __u64 nsl_cg_group(__u64 id,
-                                          const struct nsl_cg_state *st) {
-  if (!st || !st->slot)
-    return id;
-  return (__u64)st->slot << NSL_SLOT_SHIFT | (id & NSL_SLOT_ID_MASK);
+/* GroupBy cgroup: the group handed to hist_for(): the cgroup id, with 1 +
+ * its slot in the bits above NSL_SLOT_SHIFT when the group index has it
+ * (two inlined array lookups, no helper call). (A kernfs id is the inode
+ * number in its low 32 bits and a generation, bumped when the 31-bit inode
+ * numbers wrap, above: it would need 2^47 cgroups made to reach bit 48.)
+ * An entry is written by user space while the program may read it: a torn
+ * read pairs an id with another cgroup's slot at worst, and hist_for()'s
+ * owner check sends that event to the group table. */
+static __always_inline __u64 nsl_cg_group(__u64 id) {
+  __u32 pos = nsl_cg_index_pos(id, targ_cg_index_mask);
+  struct nsl_cg_index *e = bpf_map_lookup_elem(&netstacklat_cgroup_index, &pos);
+  if (e && e->id == id && e->slot)
+    return (__u64)e->slot << NSL_SLOT_SHIFT | (id & NSL_SLOT_ID_MASK);
+  pos = (pos + 1) & targ_cg_index_mask;
+  e = bpf_map_lookup_elem(&netstacklat_cgroup_index, &pos);
+  if (e && e->id == id && e->slot)
+    return (__u64)e->slot << NSL_SLOT_SHIFT | (id & NSL_SLOT_ID_MASK);
+  return id;
 }
 
 /* GroupBy interface with NetworkNamespace "all": ifindexes repeat across
@@ -588,14 +610,14 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
   } else if (targ_anc_n && !probed && targ_groupby != NSL_GROUP_CGROUP) {
     if (!cg_anc_in(sk->sk_cgrp_data.cgroup))
       return false;
-  } else if (targ_cg_storage && !probed) {
+  } else if (targ_cg_storage && !probed && targ_filter_cgroup) {
     struct cgroup *cgrp = sk->sk_cgrp_data.cgroup;
     struct nsl_cg_state *st =
         bpf_cgrp_storage_get(&netstacklat_cgroup_state, cgrp, 0, 0);
-    if (targ_filter_cgroup && !cg_storage_in(cgrp, st))
+    if (!cg_storage_in(cgrp, st))
       return false;
     if (targ_groupby == NSL_GROUP_CGROUP)
-      cg = nsl_cg_group(cgrp->kn->id, st);
+      cg = cgrp->kn->id;
   } else {
     cg = sk_cgroup_id(sk, probed);
     if (targ_filter_cgroup &&
@@ -604,7 +626,7 @@ static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
   }
   *group = 0;
   if (targ_groupby == NSL_GROUP_CGROUP)
-    *group = cg;
+    *group = nsl_cg_group(cg);
   else if (targ_groupby == NSL_GROUP_INTERFACE)
     *group = if_group(ifindex, targ_netns ? 0
                                           : RD(probed, sk,

@@ -64,8 +64,6 @@ struct nsl_group_key {
 
 /* Cgroup storage (kernel >= 6.2): one value per cgroup. */
 struct nsl_cg_state {
-  __u32 slot; /* GroupBy cgroup: 1 + its slot in netstacklat_cgroup_slots;
-               * 0: none yet (its events go to the hash). User space. */
   __u32 mark; /* Cgroup filter: 1 for a configured cgroup. User space. */
   __u32 gen;  /* The kernel's decision below, valid when equal to
                * cg_filter_gen */
@@ -75,6 +73,22 @@ struct nsl_cg_state {
 #define NSL_CG_ANC_MAX 8   /* Cgroup paths the ancestors way compares */
 #define NSL_SLOT_SHIFT 48
 #define NSL_SLOT_ID_MASK ((1ULL << NSL_SLOT_SHIFT) - 1)
+
+/* GroupBy cgroup: an entry of the group index (netstacklat_cgroup_index),
+ * written by user space: the cgroup id and 1 + its slot (0: empty). */
+struct nsl_cg_index {
+  __u64 id;
+  __u32 slot;
+  __u32 pad;
+};
+
+/* The index position of a cgroup id: a multiplicative hash, masked to the
+ * index size (a power of two, mask = size - 1). A cgroup is looked for at
+ * this position and the next one (mod size): user space and the BPF
+ * programs share this function. */
+static __always_inline __u32 nsl_cg_index_pos(__u64 id, __u32 mask) {
+  return (__u32)((id * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+}
 
 struct nsl_slot_hist {
   __u64 owner; /* the cgroup id (low 48 bits) the slot belongs to; 0: free */

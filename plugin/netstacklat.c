@@ -347,10 +347,9 @@ static struct netns netns;
 static bool warned_map_full;
 static struct cgroup_tree cgroups;
 static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
-/* Cgroup filter and GroupBy cgroup through cgroup storage (kernel >= 6.2)
- * rather than the hash maps; chosen at init. cg_hash: the hash filter is
- * kept filled too (a socket hook runs as a kprobe, which has no cgroup
- * storage). */
+/* Cgroup filter through cgroup storage (kernel >= 6.2) rather than the
+ * hash maps; chosen at init. cg_hash: the hash filter is kept filled too (a
+ * socket hook runs as a kprobe, which has no cgroup storage). */
 static bool cg_storage, cg_hash;
 /* Cgroup filter by the ancestors of the socket's cgroup (cg_anc): a few
  * configured paths without globs, no GroupBy cgroup, a cgroup2 mount that
@@ -364,8 +363,13 @@ static size_t anc_path[NSL_CG_ANC_MAX];
 static struct cgroup_filter cg_marks; /* the configured cgroups marked */
 struct cg_slot {
   uint64_t id; /* the cgroup; 0: free */
+  uint32_t ipos; /* its entry in the group index */
 };
-static struct cg_slot *cg_slots; /* MaxGroups, with cg_storage and GroupBy */
+static struct cg_slot *cg_slots; /* MaxGroups, with GroupBy cgroup */
+/* GroupBy cgroup: what is in the group index (netstacklat_cgroup_index), by
+ * position: the cgroup id, 0 when empty. cg_index_size is a power of two. */
+static uint64_t *cg_index;
+static __u32 cg_index_size;
 /* The slots in use, sorted by cgroup id (looked up for every group every
  * interval: MaxGroups may be 65536), and where to look for a free one. */
 struct cg_slot_ref {
@@ -399,8 +403,8 @@ static void set_clock_offset(void) {
 
 /* --------------------------------------------------------------- cgroups */
 
-/* Cgroup storage: write the state of one cgroup (its slot and mark),
- * through its directory. The kernel's derived decision is reset by it. */
+/* Cgroup storage: write the state of one cgroup (its mark), through its
+ * directory. The kernel's derived decision is reset by it. */
 static int cg_state_write(const char *dir, uint64_t id) {
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
@@ -408,9 +412,6 @@ static int cg_state_write(const char *dir, uint64_t id) {
   struct nsl_cg_state v = {0};
   v.mark = cg_marks.n && bsearch(&id, cg_marks.ids, cg_marks.n,
                                  sizeof(*cg_marks.ids), cmp_u64) != NULL;
-  long long slot = cg_slots ? cg_slot_of(id) : -1;
-  if (slot >= 0)
-    v.slot = (__u32)slot + 1;
   int err = bpf_map_update_elem(
       bpf_map__fd(skel->maps.netstacklat_cgroup_state), &dfd, &v, BPF_ANY);
   err = err ? -errno : 0;
@@ -645,15 +646,20 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
     skel->rodata->targ_hook_pos[h] = hook_pos[h];
   }
   skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
-  if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP && nwanted_pos) {
+  if (cg_slots && nwanted_pos) {
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
                              (__u32)cfg.max_groups * nwanted_pos);
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
+                             cg_index_size);
+    skel->rodata->targ_cg_index_mask = cg_index_size - 1;
     /* The slots are preallocated; the group table then holds each
-     * group's events before its slot: allocated as they come (6.1+ lets
-     * tracing programs use maps that are not preallocated), so the two
-     * together stay near the memory of the table alone. */
-    bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
-                           BPF_F_NO_PREALLOC);
+     * group's events before its slot: allocated as they come, so the two
+     * together stay near the memory of the table alone. Only where
+     * tracing programs may use maps that are not preallocated (6.1+;
+     * cgroup storage, 6.2, tells): older kernels preallocate both. */
+    if (cg_storage)
+      bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                             BPF_F_NO_PREALLOC);
   }
   if (!cfg.nifaces)
     bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
@@ -982,13 +988,36 @@ static int netstacklat_init(void) {
                          : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
              cfg.ncgroups ? "; not the cgroups' ancestors: " : "",
              cfg.ncgroups ? no_anc : "");
-    if (cg_storage && cfg.groupby == NSL_GROUP_CGROUP) {
+    if (cfg.groupby == NSL_GROUP_CGROUP) {
+      /* The group index: 4 positions per slot, a power of two, so that
+       * two probes nearly always find room (EBPF_TEST_CG_INDEX_SIZE, a
+       * power of two, forces a size for the tests). */
+      const char *isz = getenv("EBPF_TEST_CG_INDEX_SIZE");
+      unsigned long long want = 4ULL * (unsigned long long)cfg.max_groups;
+      if (isz && *isz) {
+        char *end;
+        want = strtoull(isz, &end, 10);
+        if (*end || !want || (want & (want - 1)) || want > (1ULL << 24)) {
+          E_ERROR("netstacklat: EBPF_TEST_CG_INDEX_SIZE \"%s\" is not a "
+                  "power of two up to 2^24.",
+                  isz);
+          return -EINVAL;
+        }
+      }
+      cg_index_size = 1;
+      while (cg_index_size < want)
+        cg_index_size <<= 1;
       cg_slots = calloc((size_t)cfg.max_groups, sizeof(*cg_slots));
       cg_used = calloc((size_t)cfg.max_groups, sizeof(*cg_used));
+      cg_index = calloc(cg_index_size, sizeof(*cg_index));
       ncg_used = 0;
       cg_free_hint = 0;
-      if (!cg_slots || !cg_used)
+      if (!cg_slots || !cg_used || !cg_index)
         return -ENOMEM;
+      E_INFO("netstacklat: GroupBy cgroup: %lld slots (MaxGroups), found "
+             "through a group index of %u entries (array lookups, no "
+             "helper call).",
+             cfg.max_groups, cg_index_size);
     }
   }
   const char *clock_why;
@@ -1158,7 +1187,7 @@ static bool group_name(const struct nsl_group_key *k,
   return true;
 }
 
-/* ---------------------------------------- GroupBy cgroup, cgroup storage */
+/* -------------------------------------------- GroupBy cgroup, slots */
 
 /* Write a slot's rows (every loaded hook): zero counts, the given owner
  * (the cgroup id's low bits; 0: free) on every CPU. */
@@ -1227,11 +1256,40 @@ static long long cg_slot_free_one(void) {
   return -1;
 }
 
-/* The cgroup is gone: its slot is free for another, from zero. */
+/* Write the group index entry at pos: id with 1 + slot, or empty (id 0). */
+static int cg_index_write(uint32_t pos, uint64_t id, long long slot) {
+  struct nsl_cg_index e = {.id = id, .slot = id ? (__u32)slot + 1 : 0};
+  if (bpf_map_update_elem(bpf_map__fd(skel->maps.netstacklat_cgroup_index),
+                          &pos, &e, BPF_ANY))
+    return -errno;
+  cg_index[pos] = id;
+  return 0;
+}
+
+/* A free position for id in the group index (where the kernel looks: its
+ * hash position and the next), or -1. */
+static long long cg_index_free_pos(uint64_t id) {
+  uint32_t mask = cg_index_size - 1;
+  uint32_t pos = nsl_cg_index_pos(id, mask);
+  if (!cg_index[pos])
+    return pos;
+  pos = (pos + 1) & mask;
+  return cg_index[pos] ? -1 : (long long)pos;
+}
+
+/* The cgroup is gone: its slot is free for another, from zero. Its index
+ * entry goes first, so that no event finds the slot through it once the
+ * slot is another's. */
 static void cg_slot_free(uint64_t id) {
   long long i = cg_slot_of(id);
   if (i < 0)
     return;
+  if (cg_index_write(cg_slots[i].ipos, 0, 0)) {
+    E_WARNING("netstacklat: GroupBy cgroup: clearing the group index entry "
+              "of a removed cgroup failed: %s; its slot is not reused.",
+              ERRSTR(errno));
+    return;
+  }
   cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
   if (i < cg_free_hint)
@@ -1239,12 +1297,25 @@ static void cg_slot_free(uint64_t id) {
 }
 
 /* A cgroup found in the hash (its events before it had a slot): give it a
- * free slot, zeroed and owned by it, then tell the kernel through its
- * storage. From then on its events go to the slot; the hash entry stays
- * and the two are summed. No free slot: it stays on the hash. */
+ * free slot, zeroed and owned by it, then tell the kernel through the
+ * group index (written last, so that the kernel never finds a slot not yet
+ * the cgroup's). From then on its events go to the slot; the hash entry
+ * stays and the two are summed. No free slot, or no free index position
+ * where the kernel looks for it: it stays on the hash (and is tried again
+ * next interval). */
 static void cg_slot_give(uint64_t id, const char *rel) {
   if (!rel || cg_slot_of(id) >= 0)
     return;
+  long long ipos = cg_index_free_pos(id);
+  if (ipos < 0) {
+    static bool told_index;
+    if (!told_index)
+      E_INFO("netstacklat: GroupBy cgroup: the group index has no free entry "
+             "where a cgroup is looked for; it is counted through the group "
+             "table (exactly, at a hash lookup per event) until one frees.");
+    told_index = true;
+    return;
+  }
   long long i = cg_slot_free_one();
   if (i < 0) {
     static bool told;
@@ -1255,10 +1326,9 @@ static void cg_slot_give(uint64_t id, const char *rel) {
     told = true;
     return;
   }
-  char dir[4096];
-  snprintf(dir, sizeof(dir), "%s/%s", cgroup2_root(), rel);
   cg_slot_set(i, id);
-  if (cg_slot_reset(i, id) == 0 && cg_state_write(dir, id) == 0)
+  cg_slots[i].ipos = (uint32_t)ipos;
+  if (cg_slot_reset(i, id) == 0 && cg_index_write((uint32_t)ipos, id, i) == 0)
     return;
   cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
@@ -1542,6 +1612,9 @@ static void netstacklat_shutdown(void) {
   cg_slots = NULL;
   free(cg_used);
   cg_used = NULL;
+  free(cg_index);
+  cg_index = NULL;
+  cg_index_size = 0;
   ncg_used = 0;
   cg_storage = cg_hash = cg_anc = false;
   memset(anc_ids, 0, sizeof(anc_ids));
