@@ -88,7 +88,9 @@ bool cgroup2_is_whole(const char **why) {
   return true;
 }
 
-bool cgroup_is_glob(const char *p) { return strpbrk(p, "*?[") != NULL; }
+/* A backslash counts too: glob(3) reads it as an escape, so the path the
+ * glob finds is not the string as written. */
+bool cgroup_is_glob(const char *p) { return strpbrk(p, "*?[\\") != NULL; }
 
 int cgroup_path_depth(const char *p) {
   int d = 0;
@@ -109,19 +111,26 @@ int cgroup_path_depth(const char *p) {
 
 static int cg2_root_fd = -1;
 
-bool cgroup_is(const char *rel, uint64_t id) {
+uint64_t cgroup_id_of(const char *rel) {
   if (cg2_root_fd < 0) {
     const char *root = cgroup2_root();
     if (!root)
-      return false;
+      return 0;
     cg2_root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (cg2_root_fd < 0)
-      return false;
+      return 0;
   }
+  while (*rel == '/')
+    rel++;
   struct stat st;
-  if (fstatat(cg2_root_fd, *rel ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return false;
-  return S_ISDIR(st.st_mode) && (uint64_t)st.st_ino == id;
+  if (fstatat(cg2_root_fd, *rel ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISDIR(st.st_mode))
+    return 0;
+  return (uint64_t)st.st_ino;
+}
+
+bool cgroup_is(const char *rel, uint64_t id) {
+  return id && cgroup_id_of(rel) == id;
 }
 
 void cgroup2_reset(void) {

@@ -58,6 +58,9 @@ void cgroup_tree_free(struct cgroup_tree *t);
  * fstatat(2): cheaper than walking the tree again to see that a known
  * cgroup is still there under the same path. */
 bool cgroup_is(const char *rel, uint64_t id);
+/* The id (inode number) of the cgroup at rel below the cgroup2 root
+ * (leading '/' ignored), or 0 when there is none. */
+uint64_t cgroup_id_of(const char *rel);
 
 /* Subtree semantics of a Cgroup filter: the ids of every cgroup a glob
  * matches and of every cgroup below it, sorted and unique, in a malloc'd

@@ -505,15 +505,7 @@ out:
 static size_t anc_refresh(bool log_changes) {
   size_t n = 0, added = 0, removed = 0;
   for (size_t k = 0; k < cfg.ncgroups && k < NSL_CG_ANC_MAX; k++) {
-    const char *rel = cfg.cgroups[anc_path[k]];
-    while (*rel == '/')
-      rel++;
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/%s", cgroup2_root(), rel);
-    struct stat st;
-    uint64_t id = stat(dir, &st) == 0 && S_ISDIR(st.st_mode)
-                      ? (uint64_t)st.st_ino
-                      : 0;
+    uint64_t id = cgroup_id_of(cfg.cgroups[anc_path[k]]);
     n += id != 0;
     if (id == anc_ids[k])
       continue;

@@ -351,15 +351,11 @@ static void scan_cgroups(void) {
 static unsigned reads_since_scan = SCAN_EVERY; /* scan at the first read */
 static bool scan_asked;
 
-static bool is_literal(const char *pattern) {
-  return !strpbrk(pattern, "*?[\\");
-}
-
 static bool scan_due(void) {
   if (scan_asked || ++reads_since_scan >= SCAN_EVERY)
     return true;
   for (size_t p = 0; p < cfg.ncgroups; p++) {
-    if (!is_literal(cfg.cgroups[p]))
+    if (cgroup_is_glob(cfg.cgroups[p]))
       continue;
     const char *rel = cfg.cgroups[p];
     while (*rel == '/')

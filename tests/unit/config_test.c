@@ -255,6 +255,8 @@ DEF_TEST(cgroup_path_depth_and_glob) {
   CHECK(cgroup_is_glob("system.slice/*"));
   CHECK(cgroup_is_glob("pod?.slice"));
   CHECK(cgroup_is_glob("pod[12].slice"));
+  /* glob(3) reads a backslash as an escape: not the path as written */
+  CHECK(cgroup_is_glob("pod\\x2d1.slice"));
   return 0;
 }
 
