@@ -47,11 +47,16 @@ enum nsl_skip {
  * timed events only. countdown: SampleEvery, events still to be let
  * through untimed before the next timed one (kernel side only). */
 struct nsl_hist {
-  __u64 bucket[NSL_NBUCKETS];
-  __u64 sum_ns;
-  __u64 skipped[NSL_NSKIPS];
+  /* What an event writes besides its bucket, first and together: with
+   * nsl_slot_hist's owner in front, owner, count, sum_ns, countdown and
+   * skipped are 64 bytes, so an event touches one cache line for them
+   * and one for its bucket (with the buckets first, owner and count were
+   * 256 bytes apart). */
   __u64 count;
+  __u64 sum_ns;
   __u64 countdown;
+  __u64 skipped[NSL_NSKIPS];
+  __u64 bucket[NSL_NBUCKETS];
 };
 #define NSL_HIST_SIZE 280
 
