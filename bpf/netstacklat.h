@@ -49,9 +49,9 @@ enum nsl_skip {
 struct nsl_hist {
   /* What an event writes besides its bucket, first and together: with
    * nsl_slot_hist's owner in front, owner, count, sum_ns, countdown and
-   * skipped are 64 bytes, so an event touches one cache line for them
-   * and one for its bucket (with the buckets first, owner and count were
-   * 256 bytes apart). */
+   * skipped are 64 contiguous bytes (one cache line, or two: per-CPU
+   * values are only 8-byte aligned); with the buckets first, owner and
+   * count were 256 bytes apart. */
   __u64 count;
   __u64 sum_ns;
   __u64 countdown;
