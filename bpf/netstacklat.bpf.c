@@ -1013,11 +1013,34 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
   record(NSL_TCP_SOCKET_READ, t, 0, group, sk, NULL, 0);
 }
 
+/* The receive time in tss->ts[0]: a struct timespec64 in the kernels of
+ * Debian 11 to 13, a ktime_t (nanoseconds, CLOCK_REALTIME like skb->tstamp)
+ * in newer ones (seen in trixie-backports' 7.3: the struct is 24 bytes
+ * there). CO-RE picks the layout at load: the other branch's relocation
+ * fails and the verifier drops it as dead code. */
+struct scm_timestamping_internal___ktime {
+  ktime_t ts[3];
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 tss_ns(struct scm_timestamping_internal *tss) {
+  if (bpf_core_field_exists(tss->ts[0].tv_nsec))
+    return tss->ts[0].tv_sec * 1000000000ULL + tss->ts[0].tv_nsec;
+  return ((struct scm_timestamping_internal___ktime *)tss)->ts[0];
+}
+
+static __always_inline __u64 tss_ns_probed(struct scm_timestamping_internal *tss) {
+  if (bpf_core_field_exists(tss->ts[0].tv_nsec)) {
+    struct timespec64 ts;
+    bpf_probe_read_kernel(&ts, sizeof(ts), &tss->ts[0]);
+    return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+  }
+  return BPF_CORE_READ((struct scm_timestamping_internal___ktime *)tss, ts[0]);
+}
+
 SEC("fentry/tcp_recv_timestamp")
 int BPF_PROG(tcp_read_fentry, struct msghdr *msg, const struct sock *sk,
              struct scm_timestamping_internal *tss) {
-  __u64 t = tss->ts[0].tv_sec * 1000000000ULL + tss->ts[0].tv_nsec;
-  tcp_read(sk, t, false);
+  tcp_read(sk, tss_ns(tss), false);
   return 0;
 }
 
@@ -1046,9 +1069,7 @@ int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
 SEC("kprobe/tcp_recv_timestamp")
 int BPF_KPROBE(tcp_read_kprobe, struct msghdr *msg, const struct sock *sk,
                struct scm_timestamping_internal *tss) {
-  struct timespec64 ts;
-  bpf_probe_read_kernel(&ts, sizeof(ts), &tss->ts[0]);
-  tcp_read(sk, ts.tv_sec * 1000000000ULL + ts.tv_nsec, true);
+  tcp_read(sk, tss_ns_probed(tss), true);
   return 0;
 }
 
