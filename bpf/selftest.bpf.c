@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Test object for the loader (tests/helpers/loader_check.c): one hook,
  * "openat", in all three flavours around one handler, counting the openat
- * calls of one process; and one hook whose kernel function does not exist. */
+ * calls of one process; one hook whose kernel function does not exist; and
+ * one whose program the verifier refuses. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -52,6 +53,13 @@ SEC("kprobe/ebpf_selftest_no_such_function")
 int BPF_KPROBE(missing_kprobe) {
   missing_calls++;
   return 0;
+}
+
+/* Refused by every kernel's verifier, on purpose: a load through a scalar
+ * ("R1 invalid mem access 'scalar'"). */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(rejected_tp, struct pt_regs *regs, long id) {
+  return *(volatile __u64 *)id == 1;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -28,6 +28,50 @@ static libbpf_print_fn_t prev_print;
 static bool log_installed;
 static int log_quiet;          /* > 0 while probing: libbpf noise is DEBUG */
 static char log_blame[64];     /* last program libbpf failed to load */
+/* The verifier's last words for it (the end of its log): the reason a
+ * flavour was refused carries them into the hook's WARNING. */
+static char log_verdict[200];
+
+/* The verifier's verdict in its log (msg): the last `lines` lines before
+ * its statistics ("processed N insns ...", "verification time ...", the
+ * "-- END PROG LOAD LOG --" marker), joined with " | ", into out. */
+static bool verdict_noise(const char *l, size_t n) {
+  static const char *const noise[] = {"--", "processed ", "verification time",
+                                      "stack depth", "mark_read"};
+  for (size_t i = 0; i < sizeof(noise) / sizeof(noise[0]); i++)
+    if (n >= strlen(noise[i]) && strncmp(l, noise[i], strlen(noise[i])) == 0)
+      return true;
+  return n == 0;
+}
+
+static void last_lines(const char *msg, int lines, char *out, size_t outlen) {
+  const char *starts[8];
+  size_t lens[8];
+  int n = 0;
+  const char *end = msg + strlen(msg);
+  if (lines > 8)
+    lines = 8;
+  while (end > msg && n < lines) {
+    const char *e = end;
+    const char *b = e;
+    while (b > msg && b[-1] != '\n')
+      b--;
+    end = b > msg ? b - 1 : msg;
+    if (!verdict_noise(b, (size_t)(e - b))) {
+      starts[n] = b;
+      lens[n++] = (size_t)(e - b);
+    }
+  }
+  size_t o = 0;
+  out[0] = 0;
+  for (int i = n - 1; i >= 0 && o < outlen; i--) {
+    int w = snprintf(out + o, outlen - o, "%s%.*s", o ? " | " : "",
+                     (int)lens[i], starts[i]);
+    o = w < 0 ? outlen : o + (size_t)w;
+  }
+  if (o >= outlen && outlen > 4)
+    memcpy(out + outlen - 4, "...", 4);
+}
 
 /* Logs the last lines of a long message (a verifier log ends with the
  * reason), one collectd line each. */
@@ -75,6 +119,7 @@ static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
   }
   char *nl = strchr(msg, '\n');
   if (nl) { /* a verifier log: the first line and the reason at the end */
+    last_lines(nl + 1, 2, log_verdict, sizeof(log_verdict));
     *nl = 0;
     plugin_log(sev, LOG_PREFIX "%s%s", strncmp(msg, "libbpf: ", 8) ? "libbpf: " : "", msg);
     log_tail(sev, nl + 1, 6);
@@ -469,7 +514,7 @@ static int attach_hook(struct hook_state *hooks, size_t k) {
 }
 
 static void report(const char *feature, struct hook_state *h) {
-  char why[FLAVOUR_COUNT * 180] = "";
+  char why[FLAVOUR_COUNT * 420] = "";
   size_t off = 0;
   for (int f = 0; f < FLAVOUR_COUNT; f++) {
     if (!h->failed[f] || off >= sizeof(why))
@@ -514,17 +559,18 @@ int loader_run(const char *feature, const struct loader_ops *ops,
                 ERRSTR(result));
       goto out;
     }
-    for (size_t i = 0; i < nhooks; i++)
-      for (int j = 0; j < HOOK_MAX_PROGS && hooks[i].def->progs[j].skel_off;
-           j++) {
-        struct bpf_program *p = prog_of(&hooks[i].def->progs[j]);
-        if (p)
-          bpf_program__set_autoload(p, false);
-      }
+    /* Every program with a hook's section starts switched off, also one
+     * of a hook not passed here: only the flavours chosen below load. */
+    struct bpf_program *prog;
+    bpf_object__for_each_program(prog, obj) {
+      if (prog_flavour(prog) >= 0)
+        bpf_program__set_autoload(prog, false);
+    }
     for (size_t i = 0; i < nhooks; i++)
       choose(&hooks[i]);
 
     log_blame[0] = 0;
+    log_verdict[0] = 0;
     int err = ops->load(ops->ctx);
     if (err) {
       err = err < 0 ? err : -errno;
@@ -539,13 +585,17 @@ int loader_run(const char *feature, const struct loader_ops *ops,
           continue;
         h->failed[h->flavour] = true;
         snprintf(h->why[h->flavour], sizeof(h->why[h->flavour]),
-                 "program %s rejected by the kernel: %s (errno %d)",
-                 log_blame, ERRSTR(err), -err);
+                 "program %s rejected by the kernel: %s (errno %d)%s%s%s",
+                 log_blame, ERRSTR(err), -err,
+                 log_verdict[0] ? "; the verifier's last words: \"" : "",
+                 log_verdict, log_verdict[0] ? "\"" : "");
         blamed++;
       }
       if (!blamed) {
-        E_WARNING("%s: loading the BPF object failed: %s", feature,
-                  ERRSTR(err));
+        E_WARNING("%s: loading the BPF object failed: %s%s%s%s", feature,
+                  ERRSTR(err),
+                  log_verdict[0] ? "; the verifier's last words: \"" : "",
+                  log_verdict, log_verdict[0] ? "\"" : "");
         ops->destroy(ops->ctx);
         result = err;
         for (size_t i = 0; i < nhooks; i++)

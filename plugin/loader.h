@@ -66,7 +66,7 @@ struct hook_state {
   const char *refuse[FLAVOUR_COUNT];
   int flavour;          /* chosen flavour, -1 when unavailable */
   bool failed[FLAVOUR_COUNT];
-  char why[FLAVOUR_COUNT][160]; /* why each flavour was refused */
+  char why[FLAVOUR_COUNT][400]; /* why each flavour was refused */
   struct bpf_link *links[HOOK_MAX_LINKS];
   int nlinks;
 };

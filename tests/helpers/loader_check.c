@@ -1,8 +1,11 @@
 /* Drives plugin/loader.c with a real BPF object (bpf/selftest.bpf.c) on the
- * running kernel. Usage: loader_check auto|fentry|tracepoint|kprobe N [shared]
+ * running kernel. Usage:
+ *   loader_check auto|fentry|tracepoint|kprobe N [shared|rejected]
  * With "shared", a third hook, "shared", has openat's tracepoint program as
  * its only flavour (one program serving two hooks, as netstacklat's
  * sk_data_ready program does); links= then tells how many links there are.
+ * With "rejected", the third hook, "rejected", has a tracepoint program the
+ * verifier refuses.
  * Prints, as key=value lines: the flavour chosen for each hook, the calls
  * the BPF program counted for N openat() calls of ours, and the plugin's
  * log lines; tests/integration/test_loader judges them. */
@@ -40,11 +43,15 @@ static const struct hook_def hooks_def[] = {
      {HOOK_PROG(selftest_bpf, missing_fentry),
       HOOK_PROG(selftest_bpf, missing_kprobe)}},
     {"shared", {HOOK_PROG(selftest_bpf, openat_tp)}},
+    {"rejected", {HOOK_PROG(selftest_bpf, rejected_tp)}},
 };
 
 int main(int argc, char **argv) {
-  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "shared") == 0)) {
-    fprintf(stderr, "usage: %s auto|fentry|tracepoint|kprobe N [shared]\n",
+  bool rejected = argc == 4 && strcmp(argv[3], "rejected") == 0;
+  if (argc != 3 &&
+      !(argc == 4 && (strcmp(argv[3], "shared") == 0 || rejected))) {
+    fprintf(stderr,
+            "usage: %s auto|fentry|tracepoint|kprobe N [shared|rejected]\n",
             argv[0]);
     return 2;
   }
@@ -59,7 +66,8 @@ int main(int argc, char **argv) {
   int nh = argc == 4 ? 3 : 2;
   struct hook_state hooks[3] = {{.def = &hooks_def[0], .wanted = true},
                                 {.def = &hooks_def[1], .wanted = true},
-                                {.def = &hooks_def[2], .wanted = true}};
+                                {.def = &hooks_def[rejected ? 3 : 2],
+                                 .wanted = true}};
   struct loader_ops ops = {NULL, st_open, st_load, st_destroy};
   int attached = loader_run("selftest", &ops, hooks, (size_t)nh);
   printf("attached=%d\n", attached);
@@ -68,7 +76,7 @@ int main(int argc, char **argv) {
     links += hooks[i].nlinks;
   printf("links=%d\n", links);
   for (int i = 0; i < nh; i++)
-    printf("hook.%s=%s\n", hooks_def[i].name,
+    printf("hook.%s=%s\n", hooks[i].def->name,
            hooks[i].flavour >= 0 ? flavour_name(hooks[i].flavour) : "none");
 
   if (skel) {
