@@ -80,15 +80,19 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(BUILD)/tests/loader_check $(BUILD)/tests/read_cost
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps run check unit integration install uninstall clean vmlinux
+.PHONY: all help deps deps-run run check unit integration install uninstall clean vmlinux
 
-# Debian packages the build, `make run` and `make check` need.
-DEB_PKGS := make gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev \
+# Debian packages. RUN_PKGS: what building the plugin and `make run` need
+# (`make deps-run`, the only install step of `make run`); CHECK_PKGS: what
+# the test suite and the other targets add (the mk/ fragments append to it).
+# `make deps`, a step of `make check`, installs both.
+RUN_PKGS := make gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev \
 	zlib1g-dev pkg-config collectd-core collectd-dev collectd-utils librrd8 \
-	rrdtool iproute2 procps python3 util-linux
+	rrdtool iproute2 procps
+CHECK_PKGS := python3 util-linux
 
 # Further targets (check-vm, bench, fuzz, packages...) each in a fragment of
-# its own, included before the rules that use TEST_HELPERS and DEB_PKGS.
+# its own, included before the rules that use TEST_HELPERS and CHECK_PKGS.
 include $(wildcard mk/*.mk)
 
 all: $(PLUGIN_SO)
@@ -97,10 +101,11 @@ help:
 	@echo "make            build $(PLUGIN_SO)"
 	@echo "make run        build, install missing Debian packages, run collectd in the foreground (RUN_SECONDS=N to stop)"
 	@echo "make check      the whole test suite (unit tests, then integration tests as root)"
-	@echo "make deps       install the Debian packages that are missing"
+	@echo "make deps       install the Debian packages that are missing (build, run, the test suite and every target)"
+	@echo "make deps-run   only those that building and make run need"
 	@echo "make install    install into DESTDIR/PREFIX (plugin) and SYSCONFDIR (snippet)"
 	@echo "make vmlinux    regenerate bpf/vmlinux/\$$ARCH/vmlinux.h from VMLINUX_BTF"
-	@echo "make check-vm   every attach flavour on Debian 11-13's kernels (5.10, 6.1, 6.12) under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_NOBTF, VM_KVM=1)"
+	@echo "make check-vm   every attach flavour on Debian 11-13's kernels and trixie-backports' newest under qemu, x86_64 and arm64 (VM_KERNELS, VM_ARCHES, VM_JOBS, VM_NOBTF, VM_KVM=1)"
 	@echo "make ARCH=arm64 cross-build build/aarch64/ebpf.so (sysroot from Debian's arm64 .debs)"
 	@echo "make debs       .debs for bookworm and trixie, amd64 and arm64 (DEBS_RELEASES, DEBS_ARCHES)"
 	@echo "make bench      per-event, system and plugin costs, issue 13 targets (BENCH_ROUNDS, BENCH_ONLY); docs/development.md"
@@ -206,18 +211,25 @@ $(UNIT_BINS): $(SKELS)
 unit: $(UNIT_BINS)
 	$(Q)tests/run --unit-only
 
+# make check's summary line gives its wall time from here on (deps and
+# the build included).
+ifneq ($(filter check,$(MAKECMDGOALS)),)
+export CHECK_T0 := $(shell date +%s)
+endif
 check: deps $(PLUGIN_SO) $(UNIT_BINS) $(TEST_HELPERS)
 	$(Q)tests/run
 
 # ------------------------------------------------------------------ running
 RUN_DIR     ?= $(CURDIR)/run
 RUN_SECONDS ?= 0
-run: deps $(PLUGIN_SO)
+run: deps-run $(PLUGIN_SO)
 	$(Q)tests/run-collectd "$(RUN_DIR)" "$(RUN_SECONDS)" "$(CURDIR)/$(PLUGIN_SO)"
 
 # ------------------------------------------------------------- dependencies
-deps:
-	$(Q)missing=$$(for p in $(DEB_PKGS); do \
+# $(call install_missing,PACKAGES): apt-get install those not installed
+# (apt-get update first: a fresh machine's lists are empty).
+define install_missing
+$(Q)missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
@@ -226,6 +238,13 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
+
+deps-run:
+	$(call install_missing,$(RUN_PKGS))
+
+deps:
+	$(call install_missing,$(RUN_PKGS) $(CHECK_PKGS))
 
 # ------------------------------------------------------------------ install
 install: $(PLUGIN_SO)

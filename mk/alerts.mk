@@ -4,7 +4,7 @@
 # alerts until someone copies a file into place. promtool (Debian package
 # prometheus) checks the rules in tests/integration/test_alerts.
 
-DEB_PKGS += prometheus python3-yaml
+CHECK_PKGS += prometheus python3-yaml
 
 EXAMPLESDIR ?= $(DOCDIR)/examples
 

@@ -9,4 +9,4 @@
 # them if nothing else does: systemctl disable --now prometheus carbon-cache
 # (containers with a policy-rc.d that denies starts leave them stopped).
 
-DEB_PKGS += prometheus graphite-carbon graphite-web python3-whisper
+CHECK_PKGS += prometheus graphite-carbon graphite-web python3-whisper

@@ -9,7 +9,7 @@
 # by default); BENCH_SLICES / BENCH_SLICE_SECONDS size the system
 # section. See docs/performance.md and docs/development.md.
 
-DEB_PKGS += bpftrace sockperf iperf3
+CHECK_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
 BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices $(BUILD)/bench/iter_floor.bpf.o \

@@ -19,7 +19,7 @@ SYSROOT_PKGS    := libc6-dev linux-libc-dev libbpf-dev libelf-dev zlib1g-dev col
 # supports, and mmdebstrap, are what `make check-vm` needs for its arm64
 # guests (mk/vm.mk); `make deps` installs them.
 ifeq ($(HOST_ARCH),x86_64)
-DEB_PKGS += gcc-aarch64-linux-gnu mmdebstrap
+CHECK_PKGS += gcc-aarch64-linux-gnu mmdebstrap
 endif
 
 comma := ,

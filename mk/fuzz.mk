@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -DHAVE_CONFIG_H \
 	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
 FUZZ_PLUGIN_SRCS := $(filter-out plugin/ebpf.c,$(PLUGIN_SRCS))
-DEB_PKGS += libclang-rt-14-dev
+CHECK_PKGS += libclang-rt-14-dev
 
 $(BUILD)/fuzz/psi_parse_fuzz: tests/fuzz/psi_parse_fuzz.c plugin/psi_parse.c
 	@mkdir -p $(@D)

@@ -12,7 +12,7 @@
 # `make check` runs tests/integration/test_lifecycle (10 cycles) and
 # tests/integration/test_soak (120 s) like every other test_* program.
 
-DEB_PKGS += valgrind
+CHECK_PKGS += valgrind
 
 ASAN_BUILD   ?= build-asan
 ASAN_CC      ?= gcc -fsanitize=address,undefined -fno-omit-frame-pointer

@@ -12,7 +12,7 @@
 
 .PHONY: man install-extras deb lintian rpm rpmlint graphs abi-check
 
-DEB_PKGS += debhelper dpkg-dev fakeroot lintian rpm rpmlint perl \
+CHECK_PKGS += debhelper dpkg-dev fakeroot lintian rpm rpmlint perl \
 	libmicrohttpd12 libprotobuf-c1
 
 PKG_VERSION := $(shell head -n1 packaging/debian/changelog | cut -d' ' -f2 | tr -d '()')

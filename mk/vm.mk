@@ -2,13 +2,15 @@
 # (tests/vm/run-matrix, docs/vm-matrix.md).
 #   VM_KERNELS="pkg ..."  kernel packages (default: the newest 5.10 of
 #                         Debian 11, 6.1 and 6.12 of Debian 12, 6.12 of
-#                         Debian 13, generic and cloud; and the arm64
-#                         kernels of bookworm and trixie)
+#                         Debian 13 and the newest of trixie-backports,
+#                         generic and cloud; and the arm64 kernels of
+#                         bookworm, trixie and trixie-backports)
+#   VM_JOBS=3             guests at once; VM_NICE=10 qemu's nice level
 #   VM_ARCHES="x86_64 aarch64"  architectures of the default kernels
 #   VM_NOBTF=generic|all|none  kernels where a run with their BTF hidden
 #                         (and BTFPath) replaces the forced-kprobe run
 #   VM_KVM=1              use -enable-kvm instead of TCG
-DEB_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
+CHECK_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
 	zstd lz4 apt qemu-system-arm
 
 VM_KERNELS ?=
