@@ -23,7 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ebpftest import Fail, Skip, check
+from ebpftest import Fail, check
 
 # Carbon, whisper and graphite-web are Debian's python3 modules: run them
 # with Debian's interpreter, whatever python3 comes first in PATH.
@@ -38,7 +38,7 @@ GRAPHITE_WEB = "/usr/lib/python3/dist-packages/graphite"
 def need(*paths):
     for p in paths:
         if not os.path.exists(p):
-            raise Skip("no %s (make deps installs it)" % p)
+            raise Fail("no %s (make check installs it)" % p)
 
 
 def free_port():

@@ -261,6 +261,38 @@ def name_rule(path):
     return clean(path[:96 - 11 - len(leaf)]) + "..%08x_" % h + clean(leaf)
 
 
+# A flavour's reason that is the kernel's own word that the flavour is
+# absent: what the plugin's probe (an empty program on the same target)
+# met, or a hook that has no such flavour by design. A real program the
+# verifier rejected, or an attach that failed after the probe passed, is
+# not: that is the plugin's fault.
+_ABSENT = re.compile(r"^(?:(?:fentry|fexit|tp_btf|raw_tp|kprobe) program does not load: "
+                     r"|cannot attach to \S+: |the kernel has no |this hook has no such flavour"
+                     r"|not tried \(AttachMode\)|kernel BTF not available|none of its targets exist)")
+
+
+def require_hook(cd, hook, feature="netstacklat"):
+    """Returns the flavour hook attached with. Skips only when the kernel
+    states that every flavour of it is absent (the plugin's WARNING gives
+    each flavour's reason); fails, with the plugin's reason, when the plugin
+    did not load or attach what it should have."""
+    log = cd.log()
+    m = re.search(r"%s: hook %s attached with the (\w+) flavour" % (feature, hook), log)
+    if m:
+        return m.group(1)
+    m = re.search(r"%s: hook %s is unavailable on this kernel: (.*)" % (feature, hook), log)
+    if not m:
+        raise Fail("hook %s: the plugin said neither that it attached nor why not:\n%s"
+                   % (hook, "\n".join(log.splitlines()[-30:])))
+    why = m.group(1).strip()
+    parts = re.split(r"; (?=(?:fentry|tracepoint|kprobe): )", why)
+    reasons = [re.sub(r"^(?:fentry|tracepoint|kprobe): ", "", x) for x in parts]
+    if reasons and all(_ABSENT.search(r) for r in reasons):
+        raise Skip("the kernel has no flavour of %s: %s" % (hook, why))
+    raise Fail("hook %s did not attach: %s\n%s" % (hook, why, "\n".join(
+        l for l in log.splitlines() if "libbpf" in l or "rejected" in l or "verifier" in l)[-3000:]))
+
+
 def held_prog_ids(pid):
     ids = set()
     for fd in glob.glob("/proc/%d/fdinfo/*" % pid):
