@@ -690,22 +690,61 @@ static int open_tstamp_socket(void) {
   return fd;
 }
 
-/* Interface names belong to a network namespace: look them up in the one
- * configured (collectd's own for "all"). */
-static int ifindexes(unsigned *out) {
-  int back, err = netns_enter(&netns, FEATURE, &back);
-  if (err)
-    return err;
-  for (size_t i = 0; i < cfg.nifaces; i++) {
-    out[i] = if_nametoindex(cfg.ifaces[i]);
-    if (out[i] == 0) {
-      E_ERROR("netstacklat: option \"Interface\" \"%s\": no such interface%s%s.",
-              cfg.ifaces[i], netns.path[0] ? " in " : "", netns.path);
-      err = -EINVAL;
-    }
-  }
+/* The Interface option: the index each configured name has now (0: no
+ * such interface). Names belong to a network namespace and are looked up in
+ * the one configured (collectd's own for "all"), at start and at every read.
+ * A name that names no interface is a condition of the host, not of the
+ * configuration (a fleet snippet naming eth0 on a host whose NIC is ens3, a
+ * container's veth not made yet): a WARNING, and its packets are counted
+ * from the read at which it exists. An interface made again (a new index,
+ * as a restarted container's veth) is followed the same way. */
+static unsigned *if_cur;
+
+static void if_filter_refresh(bool at_start) {
+  if (!cfg.nifaces || !if_cur || !skel)
+    return;
+  int back;
+  if (netns_enter(&netns, FEATURE, &back) != 0)
+    return;
+  unsigned now[cfg.nifaces];
+  for (size_t i = 0; i < cfg.nifaces; i++)
+    now[i] = if_nametoindex(cfg.ifaces[i]);
   netns_leave(back, FEATURE);
-  return err;
+  int fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
+  __u8 one = 1;
+  for (size_t i = 0; i < cfg.nifaces; i++) {
+    if (at_start && !now[i])
+      E_WARNING("netstacklat: option \"Interface\" \"%s\": no such interface%s%s "
+                "yet; its packets are counted once it exists (looked up at "
+                "every read).",
+                cfg.ifaces[i], netns.path[0] ? " in " : "", netns.path);
+    if (now[i] == if_cur[i])
+      continue;
+    bool kept = false; /* the old index is another configured name's now */
+    for (size_t j = 0; j < cfg.nifaces && if_cur[i]; j++)
+      kept = kept || (j != i && now[j] == if_cur[i]);
+    if (if_cur[i] && !kept)
+      bpf_map_delete_elem(fd, &if_cur[i]);
+    if (now[i] && bpf_map_update_elem(fd, &now[i], &one, BPF_ANY) != 0) {
+      E_WARNING("netstacklat: interface \"%s\": cannot add index %u to the "
+                "filter: %s",
+                cfg.ifaces[i], now[i], ERRSTR(errno));
+      now[i] = 0;
+    }
+    if (!at_start && now[i] && !if_cur[i])
+      E_INFO("netstacklat: interface \"%s\" exists now (index %u): its "
+             "packets are counted.",
+             cfg.ifaces[i], now[i]);
+    else if (!at_start && now[i])
+      E_INFO("netstacklat: interface \"%s\" was made again (index %u, was "
+             "%u): followed.",
+             cfg.ifaces[i], now[i], if_cur[i]);
+    else if (!at_start)
+      E_WARNING("netstacklat: interface \"%s\" is gone; its packets are "
+                "counted again once it is back.",
+                cfg.ifaces[i]);
+    if_cur[i] = now[i];
+  }
 }
 
 /* GroupBy interface: the names of this interval's groups, looked up every
@@ -897,9 +936,10 @@ static int netstacklat_init(void) {
   int err = netns_resolve(cfg.netns, FEATURE, &netns);
   if (err)
     return err;
-  unsigned ifidx[cfg.nifaces + 1];
-  if (cfg.nifaces && (err = ifindexes(ifidx)) != 0)
-    return err;
+  free(if_cur);
+  if_cur = cfg.nifaces ? calloc(cfg.nifaces, sizeof(*if_cur)) : NULL;
+  if (cfg.nifaces && !if_cur)
+    return -ENOMEM;
   if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
     E_WARNING("netstacklat: no cgroup2 hierarchy is mounted: the Cgroup and "
               "GroupBy cgroup options cannot work; netstacklat is disabled.");
@@ -1027,12 +1067,7 @@ static int netstacklat_init(void) {
     return n < 0 ? n : -ENOENT;
   }
 
-  int fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
-  __u8 one = 1;
-  for (size_t i = 0; i < cfg.nifaces; i++) {
-    __u32 idx = ifidx[i];
-    bpf_map_update_elem(fd, &idx, &one, BPF_ANY);
-  }
+  if_filter_refresh(true);
   /* kprobe programs have no cgroup storage: with a socket hook in that
    * flavour, the hash filter is kept filled as well. */
   for (int h = 0; (cg_storage || cg_anc) && h < NSL_NHOOKS; h++)
@@ -1541,6 +1576,7 @@ static int netstacklat_read(void) {
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
     cg_filter_refresh(true);
+  if_filter_refresh(false);
 
   int fd = bpf_map__fd(skel->maps.netstacklat_seconds);
   struct nsl_hist *percpu = calloc((size_t)ncpus, sizeof(*percpu));
@@ -1596,6 +1632,8 @@ static void netstacklat_shutdown(void) {
   free(if_groups);
   if_groups = NULL;
   nif_groups = cap_if_groups = 0;
+  free(if_cur);
+  if_cur = NULL;
   warned_map_full = false;
   cgroup_tree_free(&cgroups);
   cgroup_filter_free(&cg_filter);
