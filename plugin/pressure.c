@@ -32,7 +32,8 @@ struct psi_source {
   /* plugin_instance of each resource's values, made once (source_name) */
   char inst[RES_COUNT][DATA_MAX_NAME_LEN];
   int fd[RES_COUNT];
-  bool seen; /* matched in this interval's scan */
+  bool seen;  /* matched in this interval's scan */
+  bool stale; /* a read of its files failed: the cgroup was removed */
 };
 
 static struct psi_source host = {.fd = {-1, -1, -1, -1}};
@@ -277,7 +278,19 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
   bool found;
   size_t at = group_find(rel, &found);
   if (found) {
-    groups[at].seen = true;
+    struct psi_source *g = &groups[at];
+    g->seen = true;
+    if (g->stale) {
+      /* Removed, and a cgroup is at the same path again (a restarted
+       * service or pod of the same name): open the new one's files. */
+      for (int r = 0; r < RES_COUNT; r++)
+        if (g->fd[r] >= 0)
+          close(g->fd[r]);
+      g->stale = group_open(g, dir) == 0;
+      if (!g->stale)
+        E_INFO("pressure: cgroup %s was made again; reading the new one.",
+               rel);
+    }
     return;
   }
   struct psi_source g = {.seen = true};
@@ -383,9 +396,11 @@ static int pressure_read(void) {
       for (int r = 0; r < RES_COUNT; r++)
         if (groups[i].fd[r] >= 0 && read_source(&groups[i], r) != 0) {
           /* Removed (the kernel's files of a removed cgroup fail to
-           * read): the next read scans, which drops it. */
+           * read): the next read scans, which drops it, or reopens it
+           * when a cgroup is at its path again. */
           close(groups[i].fd[r]);
           groups[i].fd[r] = -1;
+          groups[i].stale = true;
           scan_asked = true;
         }
   }
