@@ -206,6 +206,13 @@ $(BUILD)/tests/holtraffic: tests/helpers/holtraffic.c $(BUILD)/tests/hol_drop.sk
 
 TEST_HELPERS += $(BUILD)/tests/holtraffic
 
+# A command with adjtimex() refused by a seccomp filter (ProtectClock=).
+$(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) $< -o $@
+
+TEST_HELPERS += $(BUILD)/tests/noclockadj
+
 $(UNIT_BINS): $(SKELS)
 
 unit: $(UNIT_BINS)

@@ -1053,10 +1053,16 @@ static int netstacklat_init(void) {
     }
   }
   const char *clock_why;
-  bpf_clock = rtclock_choose(&clock_why);
-  E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
-         "(%s).",
-         rtclock_name(bpf_clock), clock_why);
+  bool tai_refused;
+  bpf_clock = rtclock_choose(&clock_why, &tai_refused);
+  if (tai_refused)
+    E_WARNING("netstacklat: \"now\" is CLOCK_%s plus its offset to "
+              "REALTIME (%s).",
+              rtclock_name(bpf_clock), clock_why);
+  else
+    E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
+           "(%s).",
+           rtclock_name(bpf_clock), clock_why);
   struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
   int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
   if (n <= 0 || !skel) {

@@ -4,6 +4,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timex.h>
@@ -13,7 +14,9 @@ const char *rtclock_name(enum rtclock c) {
   return c == RTCLOCK_TAI ? "TAI" : "MONOTONIC";
 }
 
-enum rtclock rtclock_choose(const char **why) {
+enum rtclock rtclock_choose(const char **why, bool *refused) {
+  if (refused)
+    *refused = false;
   const char *force = getenv("EBPF_TEST_CLOCK");
   if (force && strcmp(force, "monotonic") == 0) {
     *why = "forced by EBPF_TEST_CLOCK=monotonic";
@@ -26,6 +29,23 @@ enum rtclock rtclock_choose(const char **why) {
   int r = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SOCKET_FILTER,
                                   BPF_FUNC_ktime_get_tai_ns, NULL);
   if (r == 1) {
+    /* TAI needs the kernel's TAI offset, from adjtimex(): a seccomp
+     * filter or systemd's ProtectClock= can refuse it, and an offset left
+     * at 0 would put every latency 37 s (the offset on an NTP host) too
+     * high. Then MONOTONIC, whose offset needs only clock_gettime(). */
+    int64_t off;
+    if (rtclock_offset(RTCLOCK_TAI, &off, NULL) != 0) {
+      static char buf[200];
+      snprintf(buf, sizeof(buf),
+               "the kernel has bpf_ktime_get_tai_ns, but adjtimex() failed "
+               "(%s), so the TAI offset cannot be read: a seccomp filter, "
+               "or systemd's ProtectClock=",
+               strerror(errno));
+      *why = buf;
+      if (refused)
+        *refused = true;
+      return RTCLOCK_MONOTONIC;
+    }
     *why = "the kernel has bpf_ktime_get_tai_ns";
     return RTCLOCK_TAI;
   }

@@ -19,10 +19,13 @@ enum rtclock {
 const char *rtclock_name(enum rtclock c);
 
 /* The clock BPF programs should read on this kernel: TAI when the kernel
- * has bpf_ktime_get_tai_ns, MONOTONIC otherwise (*why says why). The
- * environment variable EBPF_TEST_CLOCK=monotonic forces MONOTONIC: it is
- * for tests, which compare both clocks on one kernel. */
-enum rtclock rtclock_choose(const char **why);
+ * has bpf_ktime_get_tai_ns and adjtimex() gives its TAI offset, MONOTONIC
+ * otherwise (*why says why). *refused (may be NULL) is set when TAI would
+ * do but adjtimex() was refused (a seccomp filter, systemd's
+ * ProtectClock=): the caller says so as a WARNING. The environment
+ * variable EBPF_TEST_CLOCK=monotonic forces MONOTONIC: it is for tests,
+ * which compare both clocks on one kernel. */
+enum rtclock rtclock_choose(const char **why, bool *refused);
 
 /* REALTIME minus clock c, in ns, into *off; 0 or a negative errno.
  * MONOTONIC: REALTIME is read between two MONOTONIC reads, and the

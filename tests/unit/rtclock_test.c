@@ -75,7 +75,7 @@ static int quiet(enum libbpf_print_level l, const char *f, va_list ap) {
 static int kernel_clocks_agree(void) {
   libbpf_set_print(quiet);
   const char *why;
-  if (rtclock_choose(&why) != RTCLOCK_TAI) {
+  if (rtclock_choose(&why, NULL) != RTCLOCK_TAI) {
     printf("SKIP: rtclock_test.kernel_clocks_agree (%s)\n", why);
     return 1;
   }
@@ -134,7 +134,7 @@ static int kernel_clocks_agree(void) {
 DEF_TEST(forced_fallback) {
   const char *why;
   setenv("EBPF_TEST_CLOCK", "monotonic", 1);
-  CHECK_EQ_INT(RTCLOCK_MONOTONIC, rtclock_choose(&why));
+  CHECK_EQ_INT(RTCLOCK_MONOTONIC, rtclock_choose(&why, NULL));
   CHECK(strstr(why, "EBPF_TEST_CLOCK") != NULL);
   unsetenv("EBPF_TEST_CLOCK");
   return 0;
