@@ -1463,6 +1463,35 @@ static void group_inst(struct group_prev *cur, const struct group_prev *p,
   snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
 }
 
+/* The group table one key at a time (bpf_map_get_next_key and a lookup
+ * each): for a kernel or map where batched lookups fail. Returns the
+ * number of entries read into *keys and *vals (grown as needed), or -1. */
+static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
+                                 struct nsl_hist **vals, size_t *cap,
+                                 size_t vsize) {
+  size_t n = 0, max = bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds);
+  struct nsl_group_key k, next;
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0 && n <= max) {
+    first = false;
+    k = next;
+    if (n == *cap) {
+      struct nsl_group_key *k2 = realloc(*keys, 2 * *cap * sizeof(**keys));
+      if (!k2)
+        return -1;
+      *keys = k2;
+      struct nsl_hist *v2 = realloc(*vals, 2 * *cap * vsize);
+      if (!v2)
+        return -1;
+      *vals = v2;
+      *cap *= 2;
+    }
+    if (bpf_map_lookup_elem(fd, &next, (char *)*vals + n * vsize) == 0)
+      (*keys)[n++] = next; /* else deleted meanwhile */
+  }
+  return (ssize_t)n;
+}
+
 static void read_grouped(double elapsed) {
   int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
@@ -1471,10 +1500,31 @@ static void read_grouped(double elapsed) {
   struct nsl_hist *vals = malloc(cap * vsize);
   if (!keys || !vals)
     goto out;
-  /* Batched read; fall back to one key at a time where unsupported. */
+  /* Batched read; one key at a time where that fails (any error but the
+   * end of the map or a bucket bigger than the room left). When both fail,
+   * this interval's grouped values are left out and the last ones kept as
+   * they are, so that the next interval's counters go on from them (a
+   * group read only in part would go backwards). */
   __u32 out_batch = 0;
   bool first = true, grow = false;
+  static bool warned_batch;
+  bool batch = !getenv("EBPF_TEST_NO_BATCH");
+  if (!batch && !warned_batch)
+    E_INFO("netstacklat: EBPF_TEST_NO_BATCH: reading the group table one "
+           "key at a time.");
+  warned_batch = warned_batch || !batch;
   for (;;) {
+    if (!batch) {
+      ssize_t r = read_grouped_keys(fd, &keys, &vals, &cap, vsize);
+      if (r < 0) {
+        E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
+                  "this interval's grouped values are left out.",
+                  ERRSTR(errno));
+        goto out;
+      }
+      n = (size_t)r;
+      break;
+    }
     if (n == cap || grow) {
       cap *= 2;
       grow = false;
@@ -1501,9 +1551,14 @@ static void read_grouped(double elapsed) {
         grow = true;
         continue;
       }
-      E_WARNING("netstacklat: reading the grouped histograms failed: %s",
-                ERRSTR(errno));
-      goto out;
+      if (!warned_batch)
+        E_INFO("netstacklat: batched lookups of the group table failed (%s): "
+               "reading it one key at a time.",
+               ERRSTR(errno));
+      warned_batch = true;
+      batch = false;
+      n = 0;
+      continue;
     }
   }
 

@@ -228,24 +228,44 @@ static void note(char *buf, size_t len, int *count, const char *name) {
     snprintf(buf + off, len - off, ", ...");
 }
 
-/* Matching cgroups without PSI files, said once each. */
-static char **skipped;
+/* Matching cgroups without PSI files, said once each while they exist:
+ * one no longer matched at a scan is forgotten, so that the list follows
+ * the cgroups there are (pods come and go) instead of growing. */
+static struct skipped {
+  char *rel;
+  bool seen;
+} *skipped;
 static size_t nskipped;
 
 static bool skipped_has(const char *rel) {
   for (size_t i = 0; i < nskipped; i++)
-    if (strcmp(skipped[i], rel) == 0)
+    if (strcmp(skipped[i].rel, rel) == 0) {
+      skipped[i].seen = true;
       return true;
+    }
   return false;
 }
 
 static void skipped_add(const char *rel) {
-  char **t = realloc(skipped, (nskipped + 2) * sizeof(*t));
+  struct skipped *t = realloc(skipped, (nskipped + 1) * sizeof(*t));
   if (!t)
     return;
   skipped = t;
-  if ((skipped[nskipped] = strdup(rel)) != NULL)
-    skipped[++nskipped] = NULL;
+  if ((skipped[nskipped].rel = strdup(rel)) != NULL)
+    skipped[nskipped++].seen = true;
+}
+
+static void skipped_forget_unseen(void) {
+  size_t kept = 0;
+  for (size_t i = 0; i < nskipped; i++) {
+    if (skipped[i].seen) {
+      skipped[i].seen = false; /* for the next scan */
+      skipped[kept++] = skipped[i];
+    } else {
+      free(skipped[i].rel);
+    }
+  }
+  nskipped = kept;
 }
 
 struct scan {
@@ -335,6 +355,7 @@ static void scan_cgroups(void) {
   struct scan s = {"", "", 0, 0};
   for (size_t p = 0; p < cfg.ncgroups; p++)
     cgroup2_glob(cfg.cgroups[p], scan_one, &s);
+  skipped_forget_unseen();
 
   size_t kept = 0; /* keeps the order */
   for (size_t i = 0; i < ngroups; i++) {
@@ -464,7 +485,7 @@ static void pressure_shutdown(void) {
   cfg.cgroups = NULL;
   cfg.ncgroups = 0;
   for (size_t i = 0; i < nskipped; i++)
-    free(skipped[i]);
+    free(skipped[i].rel);
   free(skipped);
   skipped = NULL;
   nskipped = 0;
