@@ -134,7 +134,8 @@ static void check_capabilities(void) {
   if (HAS(SYS_ADMIN) || (HAS(BPF) && HAS(PERFMON)))
     return;
   E_WARNING("collectd lacks %s%s%s (and CAP_SYS_ADMIN): BPF programs cannot "
-            "be loaded, so netstacklat and tcp_window will be disabled. Give "
+            "be loaded, so netstacklat and tcp_window's clamp counter will be "
+            "disabled (pressure, TCP memory and stalled receivers run on). Give "
             "collectd CAP_BPF and CAP_PERFMON (kernel >= 5.8; CAP_SYS_ADMIN "
             "before); BPFStats and entering a NetworkNamespace need "
             "CAP_SYS_ADMIN. See " CAPABILITIES_DOC ".",
@@ -149,8 +150,9 @@ static void check_btf(void) {
                                           : "/sys/kernel/btf/vmlinux";
   if (access(path, R_OK) == 0)
     return;
-  E_WARNING("BTF file %s: %s; BPF features cannot relocate their programs "
-            "(CO-RE) and will be disabled%s.",
+  E_WARNING("BTF file %s: %s; BPF programs cannot be relocated (CO-RE), so "
+            "netstacklat and tcp_window's clamp counter will be disabled "
+            "(pressure, TCP memory and stalled receivers run on)%s.",
             path, ERRSTR(errno),
             ebpf_global.btf_path ? ""
                                  : " (kernel without CONFIG_DEBUG_INFO_BTF: "

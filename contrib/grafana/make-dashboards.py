@@ -197,10 +197,15 @@ def prometheus():
         panel(1, "netstacklat $hook: latency quantiles", [
             t("A", "collectd_netstacklat_latency{%s}" % sel)], "s", 0, 0, log=True,
             desc="Quantiles of the last interval's packets, seconds (collectd-ebpf(5))."),
+        # Each series is one bucket's own rate, not a cumulative `le` count:
+        # a time series per bucket, named by its upper bound, as the
+        # Graphite panel's (the "heatmap" format would de-accumulate them).
         panel(2, "netstacklat $hook: buckets (events/s)", [
-            t("A", "collectd_netstacklat_bucket{%s}" % sel, fmt="heatmap")],
+            t("A", 'label_replace(collectd_netstacklat_bucket{%s}, "le", "$1", "type", '
+                   '"[0-9]+_([0-9]+)")' % sel, legend="{{le}}")],
             "short", 12, 0, kind="heatmap", extra=HEATMAP,
-            desc="Events per second per log2 bucket (label type = lo_hi ns). "
+            desc="Events per second per log2 bucket, labelled by the bucket's upper bound in ns "
+                 "(each bucket's own rate, not cumulative). "
                  "Needs Buckets true in <Netstacklat> (off by default)."),
         panel(3, "netstacklat $hook: packets/s", [
             t("A", 'rate(collectd_netstacklat_operations_total{%s,type=""}[1m])' % sel, "measured"),
