@@ -76,10 +76,13 @@ struct {
   __type(value, struct nsl_hist);
 } netstacklat_grouped_seconds SEC(".maps");
 
+/* The Interface option's interfaces: key ifindex, or with NetworkNamespace
+ * "all" (netns inode << 32 | ifindex), since every namespace numbers its
+ * interfaces from 1. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 256);
-  __type(key, __u32);
+  __type(key, __u64);
   __type(value, __u8);
 } netstacklat_ifindex_filter SEC(".maps");
 
@@ -460,10 +463,31 @@ static __always_inline bool netns_ok_dev(const struct sk_buff *skb,
   return RD(probed, skb, dev, nd_net.net, ns.inum) == targ_netns;
 }
 
-static __always_inline bool ifindex_ok(__u32 ifindex) {
+static __always_inline bool ifindex_in(__u32 ifindex, __u32 netns_inum) {
+  __u64 key = targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
+  return bpf_map_lookup_elem(&netstacklat_ifindex_filter, &key) != NULL;
+}
+
+/* The Interface filter, on the device's (or the socket's) namespace: only
+ * with NetworkNamespace "all" is the namespace read (one namespace is
+ * checked by netns_ok_*, and the verifier prunes the read). */
+static __always_inline bool ifindex_ok_dev(const struct sk_buff *skb,
+                                           __u32 ifindex, const bool probed) {
   if (!targ_filter_ifindex)
     return true;
-  return bpf_map_lookup_elem(&netstacklat_ifindex_filter, &ifindex) != NULL;
+  return ifindex_in(ifindex, targ_netns ? 0
+                                        : RD(probed, skb, dev, nd_net.net,
+                                             ns.inum));
+}
+
+static __always_inline bool ifindex_ok_sk(const struct sock *sk,
+                                          __u32 ifindex, const bool probed) {
+  if (!targ_filter_ifindex)
+    return true;
+  return ifindex_in(ifindex,
+                    targ_netns ? 0
+                               : RD(probed, sk, __sk_common.skc_net.net,
+                                    ns.inum));
 }
 
 static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
@@ -584,7 +608,7 @@ static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
 static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                         __u32 ifindex, const bool probed) {
-  if (!netns_ok_dev(skb, probed) || !ifindex_ok(ifindex))
+  if (!netns_ok_dev(skb, probed) || !ifindex_ok_dev(skb, ifindex, probed))
     return;
   __u64 group = 0;
   if (targ_groupby == NSL_GROUP_INTERFACE)
@@ -599,7 +623,7 @@ static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
 static __always_inline bool socket_ok(__u32 hook, const struct sock *sk,
                                       __u32 ifindex, __u64 *group,
                                       const bool probed) {
-  if (!netns_ok_sk(sk, probed) || !ifindex_ok(ifindex))
+  if (!netns_ok_sk(sk, probed) || !ifindex_ok_sk(sk, ifindex, probed))
     return false;
   if (targ_min_qlen &&
       RD(probed, sk, sk_receive_queue.qlen) < targ_min_qlen)
@@ -772,7 +796,7 @@ int BPF_PROG(tcp_start_fentry_v6, struct sk_buff *skb) {
  * backlog when the owner held the lock). */
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_start_tp, struct sock *sk, struct sk_buff *skb) {
-  if (!netns_ok_sk(sk, false) || !ifindex_ok(skb->skb_iif))
+  if (!netns_ok_sk(sk, false) || !ifindex_ok_sk(sk, skb->skb_iif, false))
     return 0;
   __u64 t = skb->tstamp;
   record(NSL_TCP_START, t, t ? tstamp_not_rx(skb, false) : 0,

@@ -700,6 +700,15 @@ static int open_tstamp_socket(void) {
  * as a restarted container's veth) is followed the same way. */
 static unsigned *if_cur;
 
+/* The filter map's key of an index: with NetworkNamespace "all" the
+ * namespace goes into the upper half (the names are looked up in
+ * collectd's own, and the same index in another namespace is another
+ * interface). */
+static __u64 if_key(unsigned idx) {
+  return netns.kind == NETNS_ALL ? ((__u64)netns_self_inum() << 32) | idx
+                                 : idx;
+}
+
 static void if_filter_refresh(bool at_start) {
   if (!cfg.nifaces || !if_cur || !skel)
     return;
@@ -723,9 +732,10 @@ static void if_filter_refresh(bool at_start) {
     bool kept = false; /* the old index is another configured name's now */
     for (size_t j = 0; j < cfg.nifaces && if_cur[i]; j++)
       kept = kept || (j != i && now[j] == if_cur[i]);
+    __u64 old_key = if_key(if_cur[i]), new_key = if_key(now[i]);
     if (if_cur[i] && !kept)
-      bpf_map_delete_elem(fd, &if_cur[i]);
-    if (now[i] && bpf_map_update_elem(fd, &now[i], &one, BPF_ANY) != 0) {
+      bpf_map_delete_elem(fd, &old_key);
+    if (now[i] && bpf_map_update_elem(fd, &new_key, &one, BPF_ANY) != 0) {
       E_WARNING("netstacklat: interface \"%s\": cannot add index %u to the "
                 "filter: %s",
                 cfg.ifaces[i], now[i], ERRSTR(errno));
