@@ -418,15 +418,20 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
     return;
   }
   h->count++;
-  /* SampleEvery N: the first event of each run of N is timed, the N - 1
-   * after it only counted: no clock read for them. A countdown in the
-   * CPU's own entry, so no atomics and no division. */
+  /* SampleEvery N: one event in N timed on average, the others only
+   * counted: no clock read for them. A countdown in the CPU's own entry
+   * (no atomics); after each timed event the next gap is drawn at random,
+   * uniform in [0, 2N - 2] (mean N - 1), by a multiply and shift (no
+   * division). A fixed countdown of N - 1 fell in step with workloads that
+   * alternate: a proxy reading a client and a backend socket in turn on
+   * one CPU had, with N even, only one of them ever timed. */
   if (NSL_SAMPLING && targ_sample_every > 1) {
     if (h->countdown) {
       h->countdown--;
       return;
     }
-    h->countdown = targ_sample_every - 1;
+    h->countdown = ((__u64)bpf_get_prandom_u32() *
+                    (2 * (__u64)targ_sample_every - 1)) >> 32;
   }
   __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
   __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);

@@ -27,6 +27,13 @@
   sink-udp ADDR PORT SECONDS     receive datagrams for SECONDS, with receive
                                  timestamps on (SO_TIMESTAMPNS), print the count
   stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
+  proxy-tcp ADDR PORT M DELAY_MS CPU
+                                 a proxy's loop pinned to CPU: accept two
+                                 connections; M times: read the first's
+                                 message at once, the second's DELAY_MS
+                                 after it is readable; answer each
+  send-tcp2 ADDR PORT M          connect twice; M times: a message of 100
+                                 bytes on each, then wait for both answers
 A line "ready" on stdout tells that a receiver listens."""
 import os
 import random
@@ -146,6 +153,43 @@ def main():
         c.recv(1)
         c.close()
         print(n, flush=True)
+    elif cmd == "proxy-tcp":
+        # A proxy's loop on one CPU: two connections (the client's, accepted
+        # first, and the backend's) read in turn, the first at once, the
+        # second DELAY ms after its data is there.
+        delay, cpu = float(sys.argv[5]) / 1000.0, int(sys.argv[6])
+        os.sched_setaffinity(0, {cpu})
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((addr, port))
+        ls.listen(2)
+        print("ready", flush=True)
+        a, _ = ls.accept()
+        b, _ = ls.accept()
+        for _ in range(n):
+            select.select([a], [], [], 20)
+            a.recv(100)
+            a.send(b"k")
+            select.select([b], [], [], 20)
+            time.sleep(delay)
+            b.recv(100)
+            b.send(b"k")
+        for c in (a, b):
+            c.settimeout(20)
+            c.recv(1)
+            c.close()
+        print(n, flush=True)
+    elif cmd == "send-tcp2":
+        a = socket.create_connection((addr, port), timeout=20)
+        b = socket.create_connection((addr, port), timeout=20)
+        print(a.getsockname()[1], flush=True)
+        for _ in range(n):
+            a.send(b"t" * 100)
+            b.send(b"t" * 100)
+            a.recv(1)
+            b.recv(1)
+        a.close()
+        b.close()
     elif cmd == "send-tcp":
         c = socket.create_connection((addr, port), timeout=20)
         print(c.getsockname()[1], flush=True)
