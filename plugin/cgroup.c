@@ -355,18 +355,29 @@ size_t cgroup_subtree_ids(const struct cgroup_tree *t, char *const *globs,
 }
 
 void cgroup_filter_sync(struct cgroup_filter *f, int map_fd, uint64_t *ids,
-                        size_t n, size_t *added, size_t *removed) {
+                        size_t n, size_t *added, size_t *removed,
+                        size_t *failed) {
   __u8 one = 1;
-  *added = *removed = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!f->n || !bsearch(&ids[i], f->ids, f->n, sizeof(*ids), cmp_u64))
-      *added += bpf_map_update_elem(map_fd, &ids[i], &one, BPF_ANY) == 0;
+  *added = *removed = *failed = 0;
+  /* ids keeps its order; those that could not be inserted (a full map)
+   * are left out, so that the next sync tries them again. */
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (f->n && bsearch(&ids[i], f->ids, f->n, sizeof(*ids), cmp_u64)) {
+      ids[kept++] = ids[i];
+    } else if (bpf_map_update_elem(map_fd, &ids[i], &one, BPF_ANY) == 0) {
+      ids[kept++] = ids[i];
+      (*added)++;
+    } else {
+      (*failed)++;
+    }
+  }
   for (size_t i = 0; i < f->n; i++)
-    if (!n || !bsearch(&f->ids[i], ids, n, sizeof(*ids), cmp_u64))
+    if (!kept || !bsearch(&f->ids[i], ids, kept, sizeof(*ids), cmp_u64))
       *removed += bpf_map_delete_elem(map_fd, &f->ids[i]) == 0;
   free(f->ids);
   f->ids = ids;
-  f->n = n;
+  f->n = kept;
 }
 
 void cgroup_filter_free(struct cgroup_filter *f) {

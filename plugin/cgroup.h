@@ -70,13 +70,15 @@ size_t cgroup_subtree_ids(const struct cgroup_tree *t, char *const *globs,
 
 /* The ids in a BPF hash map {u64 cgroup id -> u8}, kept in step with a new
  * sorted set: adds the new ones, deletes the gone ones. Takes ownership of
- * ids. */
+ * ids. An id the map refused (full) is not kept as in it: *failed counts
+ * them, and the next sync tries them again. */
 struct cgroup_filter {
   uint64_t *ids;
   size_t n;
 };
 void cgroup_filter_sync(struct cgroup_filter *f, int map_fd, uint64_t *ids,
-                        size_t n, size_t *added, size_t *removed);
+                        size_t n, size_t *added, size_t *removed,
+                        size_t *failed);
 void cgroup_filter_free(struct cgroup_filter *f);
 
 #endif

@@ -346,6 +346,10 @@ static struct timespec last_read;
 static struct netns netns;
 static bool warned_map_full;
 static struct cgroup_tree cgroups;
+/* Entries of the Cgroup filter's hash map (the hash way): room for 4 times
+ * the cgroups matching at start, at least 4096, at most 2^20; more than it
+ * holds are retried every interval, with a WARNING. */
+static __u32 cg_filter_size = 4096;
 static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
 /* Cgroup filter through cgroup storage (kernel >= 6.2) rather than the
  * hash maps; chosen at init. cg_hash: the hash filter is kept filled too (a
@@ -534,14 +538,27 @@ static size_t cg_filter_refresh(bool log_changes) {
     return marked;
   uint64_t *ids;
   size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
-  size_t added, removed;
+  size_t added, removed, failed;
   cgroup_filter_sync(&cg_filter,
                      bpf_map__fd(skel->maps.netstacklat_cgroup_filter), ids, n,
-                     &added, &removed);
+                     &added, &removed, &failed);
   if (log_changes && (added || removed))
     E_INFO("netstacklat: cgroup filter now matches %zu cgroups (%zu new, "
            "%zu gone).",
            n, added, removed);
+  /* Said when the number changes, not every interval. */
+  static size_t failed_said;
+  if (!failed && failed_said)
+    E_INFO("netstacklat: every matching cgroup is in the cgroup filter's "
+           "map again (%zu).",
+           n);
+  else if (failed != failed_said)
+    E_WARNING("netstacklat: the cgroup filter's map (%u entries) is full: "
+              "%zu of %zu matching cgroups are not in it, and their packets "
+              "are not counted (tried again every interval, as cgroups go).",
+              bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter),
+              failed, n);
+  failed_said = failed;
   return n;
 }
 
@@ -600,8 +617,8 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
                            cfg.groupby && nwanted
                                ? (__u32)cfg.max_groups * nwanted
                                : 1);
-  if (!cfg.ncgroups)
-    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter, 1);
+  bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter,
+                           cfg.ncgroups ? cg_filter_size : 1);
   /* Cgroup storage, or on a kernel without it a harmless one-entry array
    * in its place (its path is pruned by the verifier). */
   skel->rodata->targ_cg_storage = cg_storage;
@@ -1061,6 +1078,21 @@ static int netstacklat_init(void) {
              "helper call).",
              cfg.max_groups, cg_index_size);
     }
+  }
+  if (cfg.ncgroups) {
+    /* Sized from the tree; EBPF_TEST_CG_FILTER_SIZE forces a size for the
+     * tests. */
+    cgroup_tree_refresh(&cgroups);
+    uint64_t *ids;
+    size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
+    free(ids);
+    unsigned long long want = 4ULL * n;
+    cg_filter_size = 4096;
+    while (cg_filter_size < want && cg_filter_size < (1U << 20))
+      cg_filter_size <<= 1;
+    const char *fsz = getenv("EBPF_TEST_CG_FILTER_SIZE");
+    if (fsz && *fsz && strtoul(fsz, NULL, 10) > 0)
+      cg_filter_size = (__u32)strtoul(fsz, NULL, 10);
   }
   const char *clock_why;
   bool tai_refused;
