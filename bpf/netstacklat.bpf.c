@@ -760,13 +760,27 @@ int BPF_PROG(ip_start_fentry_v6, struct sk_buff *skb) {
 
 /* Fires in __netif_receive_skb_core before the protocol handler, so it
  * sees every received packet: keep only IPv4 and IPv6. skb_iif is not set
- * yet there; the device is. */
+ * yet there; the device is.
+ * It fires once per call, not per device: a bond, team, VLAN, macvlan or
+ * ipvlan hands the packet to its upper device inside the same call. A
+ * bridge port does not: the bridge receives the packet again
+ * (br_pass_frame_up, a new netif_receive_skb on the bridge device), and an
+ * Open vSwitch port's packet comes back on the internal port. So a port's
+ * pass is left out, and a container's packet that crossed a veth and a
+ * bridge is counted once, on the bridge, the device the IP layer sees (as
+ * the fentry and kprobe flavours count it, at ip_rcv_core). Frames a bridge
+ * forwards never reach this host's IP layer and are not counted. */
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(ip_start_tp, struct sk_buff *skb) {
   __be16 proto = skb->protocol;
   if (proto != bpf_htons(0x0800) && proto != bpf_htons(0x86DD))
     return 0;
-  packet_hook(NSL_IP_START, skb, skb->dev->ifindex, false);
+  const struct net_device *dev = skb->dev;
+  if (BPF_CORE_READ_BITFIELD(dev, priv_flags) &
+      (bpf_core_enum_value(enum netdev_priv_flags, IFF_BRIDGE_PORT) |
+       bpf_core_enum_value(enum netdev_priv_flags, IFF_OVS_DATAPATH)))
+    return 0;
+  packet_hook(NSL_IP_START, skb, dev->ifindex, false);
   return 0;
 }
 
