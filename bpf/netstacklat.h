@@ -34,9 +34,10 @@ enum nsl_skip {
   NSL_SKIP_MAP_FULL,      /* GroupBy: no room for a new group */
   NSL_SKIP_HOL_BLOCKED,   /* tcp_socket_read, IncludeHOLBlocked false: the
                              data read waited behind a hole (loss recovery) */
-  NSL_SKIP_RACED,         /* udp_socket_enqueued tracepoint: the datagram
-                             was taken by a reader (or another queued behind
-                             it) while it was read: not safely readable */
+  NSL_SKIP_RACED,         /* udp_socket_enqueued tracepoint: the queue was
+                             empty, or its tail changed between the two
+                             looks (the datagram taken by a reader, or
+                             another queued behind it): not safely read */
   NSL_NSKIPS,
 };
 

@@ -148,7 +148,8 @@ int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
                    const char *type_instance, const struct ebpf_nfield *f,
                    size_t n);
 
-/* ---- names: metric rule 3 of metrics.md ---- */
+/* ---- names: the README's "Names of cgroups" (a naming rule of the
+ * project's design notes) ---- */
 /* The naming rule of every group part (cgroup path, interface) of an
  * instance, shared by all features so that one cgroup has one name:
  * - lower case; '/' and every character outside [a-z0-9_.] become '_'

@@ -2,7 +2,8 @@
 /* netstacklat: per-hook latency histograms of received packets, from the
  * packet's receive timestamp to points of the network stack; dispatched as
  * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat.bpf.c
- * for the kernel side and docs/netstacklat.md for what each hook means. */
+ * for the kernel side, the README's "netstacklat hooks" for what each hook
+ * means and docs/netstacklat.md for the Cgroup filter and GroupBy. */
 #include "cgroup.h"
 #include "ebpf.h"
 #include "hist.h"
