@@ -730,9 +730,26 @@ static __u64 if_key(unsigned idx) {
 static void if_filter_refresh(bool at_start) {
   if (!cfg.nifaces || !if_cur || !skel)
     return;
-  int back;
-  if (netns_enter(&netns, FEATURE, &back) != 0)
-    return;
+  /* At start netstacklat_init() entered it once already (and stops when it
+   * cannot); a namespace that cannot be entered later (deleted) is said
+   * once, not at every read. */
+  static bool warned_enter;
+  int back = -1;
+  if (netns.kind == NETNS_NAMED) {
+    int fd = open(netns.path, O_RDONLY | O_CLOEXEC);
+    int err = fd < 0 ? -errno : netns_enter_fd(fd, &back);
+    if (fd >= 0)
+      close(fd);
+    if (err) {
+      if (!warned_enter)
+        E_WARNING("netstacklat: cannot enter network namespace %s to look "
+                  "the Interface names up: %s; the filter stays as it is.",
+                  netns.path, ERRSTR(err));
+      warned_enter = true;
+      return;
+    }
+    warned_enter = false;
+  }
   unsigned now[cfg.nifaces];
   for (size_t i = 0; i < cfg.nifaces; i++)
     now[i] = if_nametoindex(cfg.ifaces[i]);
@@ -968,6 +985,19 @@ static int netstacklat_init(void) {
   if_cur = cfg.nifaces ? calloc(cfg.nifaces, sizeof(*if_cur)) : NULL;
   if (cfg.nifaces && !if_cur)
     return -ENOMEM;
+  if (cfg.nifaces) {
+    /* The names are looked up inside the namespace (setns(), which needs
+     * CAP_SYS_ADMIN): without that the filter could never be filled, and
+     * netstacklat would count nothing under its names. */
+    int back;
+    if ((err = netns_enter(&netns, FEATURE, &back)) != 0) {
+      E_WARNING("netstacklat: the Interface option needs its names looked "
+                "up in %s; netstacklat is disabled.",
+                netns.path);
+      return err == -EINVAL ? -ENOENT : err;
+    }
+    netns_leave(back, FEATURE);
+  }
   if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
     E_WARNING("netstacklat: no cgroup2 hierarchy is mounted: the Cgroup and "
               "GroupBy cgroup options cannot work; netstacklat is disabled.");
