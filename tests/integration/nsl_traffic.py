@@ -47,6 +47,16 @@ def family(addr):
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
 
 
+def listen(fam, addr, port, backlog):
+    """A listening TCP socket; says "ready"."""
+    ls = socket.socket(fam, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, port))
+    ls.listen(backlog)
+    print("ready", flush=True)
+    return ls
+
+
 def main():
     cmd, addr, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     fam = family(addr)
@@ -132,12 +142,7 @@ def main():
     elif cmd in ("recv-tcp", "recv-tcp-jitter"):
         rng = random.Random(13)
         delay = float(sys.argv[5]) / 1000.0 if cmd == "recv-tcp" else 0
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((addr, port))
-        ls.listen(1)
-        print("ready", flush=True)
-        c, _ = ls.accept()
+        c, _ = listen(fam, addr, port, 1).accept()
         for _ in range(n):
             if cmd == "recv-tcp-jitter":
                 time.sleep(2 ** rng.uniform(-18, -10))  # 3.8 us .. 0.98 ms
@@ -159,11 +164,7 @@ def main():
         # second DELAY ms after its data is there.
         delay, cpu = float(sys.argv[5]) / 1000.0, int(sys.argv[6])
         os.sched_setaffinity(0, {cpu})
-        ls = socket.socket(fam, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind((addr, port))
-        ls.listen(2)
-        print("ready", flush=True)
+        ls = listen(fam, addr, port, 2)
         a, _ = ls.accept()
         b, _ = ls.accept()
         for _ in range(n):
