@@ -201,8 +201,10 @@ def prometheus():
         # a time series per bucket, named by its upper bound, as the
         # Graphite panel's (the "heatmap" format would de-accumulate them).
         panel(2, "netstacklat $hook: buckets (events/s)", [
-            t("A", 'label_replace(collectd_netstacklat_bucket{%s}, "le", "$1", "type", '
-                   '"[0-9]+_([0-9]+)")' % sel, legend="{{le}}")],
+            # (the last bucket, 17179869184_inf, is le="+Inf")
+            t("A", 'label_replace(label_replace(collectd_netstacklat_bucket{%s}, "le", "$1", '
+                   '"type", "[0-9]+_(.*)"), "le", "+Inf", "le", "inf")' % sel,
+              legend="{{le}}")],
             "short", 12, 0, kind="heatmap", extra=HEATMAP,
             desc="Events per second per log2 bucket, labelled by the bucket's upper bound in ns "
                  "(each bucket's own rate, not cumulative). "
