@@ -5,7 +5,7 @@
 #                         Debian 13 and the newest of trixie-backports,
 #                         generic and cloud; and the arm64 kernels of
 #                         bookworm, trixie and trixie-backports)
-#   VM_JOBS=3             guests at once; VM_NICE=10 qemu's nice level
+#   VM_JOBS=2             guests at once; VM_NICE=10 qemu's nice level
 #   VM_ARCHES="x86_64 aarch64"  architectures of the default kernels
 #   VM_NOBTF=generic|all|none  kernels where a run with their BTF hidden
 #                         (and BTFPath) replaces the forced-kprobe run
