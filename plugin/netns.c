@@ -64,7 +64,7 @@ int netns_enter_fd(int fd, int *back) {
   return 0;
 }
 
-int netns_enter(const struct netns *ns, const char *feature, int *back) {
+int netns_try_enter(const struct netns *ns, int *back) {
   *back = -1;
   if (ns->kind != NETNS_NAMED)
     return 0;
@@ -72,6 +72,11 @@ int netns_enter(const struct netns *ns, const char *feature, int *back) {
   int err = fd < 0 ? -errno : netns_enter_fd(fd, back);
   if (fd >= 0)
     close(fd);
+  return err;
+}
+
+int netns_enter(const struct netns *ns, const char *feature, int *back) {
+  int err = netns_try_enter(ns, back);
   if (err)
     E_WARNING("%s: cannot enter network namespace %s: %s", feature, ns->path,
               ERRSTR(err));

@@ -33,6 +33,8 @@ uint32_t netns_self_inum(void);
  * thread. *back is what netns_leave() needs, -1 when nothing was entered.
  * Returns 0 or a negative errno (after an ERROR). */
 int netns_enter(const struct netns *ns, const char *feature, int *back);
+/* The same without a log line, for a caller that says it itself. */
+int netns_try_enter(const struct netns *ns, int *back);
 /* Enter the namespace of an open namespace file descriptor. */
 int netns_enter_fd(int fd, int *back);
 void netns_leave(int back, const char *feature);

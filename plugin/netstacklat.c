@@ -734,22 +734,16 @@ static void if_filter_refresh(bool at_start) {
    * cannot); a namespace that cannot be entered later (deleted) is said
    * once, not at every read. */
   static bool warned_enter;
-  int back = -1;
-  if (netns.kind == NETNS_NAMED) {
-    int fd = open(netns.path, O_RDONLY | O_CLOEXEC);
-    int err = fd < 0 ? -errno : netns_enter_fd(fd, &back);
-    if (fd >= 0)
-      close(fd);
-    if (err) {
-      if (!warned_enter)
-        E_WARNING("netstacklat: cannot enter network namespace %s to look "
-                  "the Interface names up: %s; the filter stays as it is.",
-                  netns.path, ERRSTR(err));
-      warned_enter = true;
-      return;
-    }
-    warned_enter = false;
+  int back, err = netns_try_enter(&netns, &back);
+  if (err) {
+    if (!warned_enter)
+      E_WARNING("netstacklat: cannot enter network namespace %s to look "
+                "the Interface names up: %s; the filter stays as it is.",
+                netns.path, ERRSTR(err));
+    warned_enter = true;
+    return;
   }
+  warned_enter = false;
   unsigned now[cfg.nifaces];
   for (size_t i = 0; i < cfg.nifaces; i++)
     now[i] = if_nametoindex(cfg.ifaces[i]);
