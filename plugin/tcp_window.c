@@ -759,6 +759,27 @@ static void st_describe(struct st_entry *e) {
   }
 }
 
+/* The socket's own notification identifier: plugin_instance
+ * "<local>-<remote>", '.' and ':' as '_' and IPv6's brackets left out
+ * ("10_1_2_3_8080-10_9_8_7_54321"), so that a consumer keeping state per
+ * identifier (threshold-style OKAY after WARNING, notify_nagios, an
+ * Alertmanager bridge) keeps one per socket. The port is always the last
+ * '_' field of each side. */
+static void st_instance(const struct st_entry *e, char *out, size_t len) {
+  size_t o = 0;
+  const char *side[2] = {e->local, e->remote};
+  for (int s = 0; s < 2; s++) {
+    if (s && o + 1 < len)
+      out[o++] = '-';
+    for (const char *p = side[s]; *p && o + 1 < len; p++) {
+      if (*p == '[' || *p == ']')
+        continue;
+      out[o++] = (*p == '.' || *p == ':') ? '_' : *p;
+    }
+  }
+  out[o] = 0;
+}
+
 /* The notification of one socket (fields: README, "Notifications"). */
 static void st_notify(const struct st_entry *e, int severity,
                       const char *what) {
@@ -778,7 +799,9 @@ static void st_notify(const struct st_entry *e, int severity,
     f[n++] = NF_STR("cgroup", e->cgroup);
   if (cfg.netns)
     f[n++] = NF_STR("netns", cfg.netns);
-  ebpf_notify(severity, FEATURE, "", "", "stalled_receiver", f, n);
+  char inst[sizeof(e->local) + sizeof(e->remote)];
+  st_instance(e, inst, sizeof(inst));
+  ebpf_notify(severity, FEATURE, inst, "", "stalled_receiver", f, n);
 }
 
 static int st_cand_cmp(const void *a, const void *b) {

@@ -334,6 +334,8 @@ DEF_TEST(stall_warning_then_resumed_okay) {
   CHECK_EQ_INT(NOTIF_WARNING, m->n.severity);
   CHECK_EQ_STR("tcp_window", m->n.plugin);
   CHECK_EQ_STR("stalled_receiver", m->n.type_instance);
+  /* Each socket its own identifier. */
+  CHECK_EQ_STR("10_1_2_3_8080-10_9_8_7_54321", m->n.plugin_instance);
   CHECK_EQ_STR("stall rcv\"1", meta_s(m, "comm"));
   CHECK_EQ_INT(getpid(), mock_nmeta_find(m, "pid")->i);
   CHECK_EQ_INT(NM_TYPE_SIGNED_INT, mock_nmeta_find(m, "pid")->type);
@@ -391,6 +393,36 @@ DEF_TEST(orphan_ipv6_closed) {
                "inode=0",
                mock_notifs[1].n.message);
   CHECK_EQ_INT(NOTIF_OKAY, mock_notifs[1].n.severity);
+  CHECK_EQ_STR("2001_db8__1_443-__ffff_10_0_0_2_50000",
+               mock_notifs[0].n.plugin_instance);
+  CHECK_EQ_STR(mock_notifs[0].n.plugin_instance,
+               mock_notifs[1].n.plugin_instance);
+  st_free();
+  teardown();
+  return 0;
+}
+
+/* Two stalled sockets, one resumes: its OKAY carries its own identifier,
+ * and the other socket's WARNING stands (a consumer keeping state per
+ * identifier sees no OKAY for it). */
+DEF_TEST(one_identifier_per_socket) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  struct sock_desc k[2] = {
+      {.cookie = 21, .rqueue = 100, .last_ms = 70000, .family = AF_INET,
+       .src = "127.0.0.1", .dst = "127.0.0.1", .sport = 6400, .dport = 40001},
+      {.cookie = 22, .rqueue = 200, .last_ms = 70000, .family = AF_INET,
+       .src = "127.0.0.1", .dst = "127.0.0.1", .sport = 6401, .dport = 40002}};
+  read_with(k, 2);
+  CHECK_EQ_INT(2, mock_nnotif);
+  CHECK(strcmp(mock_notifs[0].n.plugin_instance,
+               mock_notifs[1].n.plugin_instance) != 0);
+  k[1].rqueue = 0;
+  k[1].last_ms = 3;
+  read_with(k, 2);
+  CHECK_EQ_INT(3, mock_nnotif);
+  CHECK_EQ_INT(NOTIF_OKAY, mock_notifs[2].n.severity);
+  CHECK_EQ_STR("127_0_0_1_6401-127_0_0_1_40002", mock_notifs[2].n.plugin_instance);
   st_free();
   teardown();
   return 0;
@@ -484,6 +516,7 @@ int main(void) {
   RUN_TEST(silent_kernel_does_not_block);
   RUN_TEST(stall_warning_then_resumed_okay);
   RUN_TEST(orphan_ipv6_closed);
+  RUN_TEST(one_identifier_per_socket);
   RUN_TEST(interrupted_dumps_notify_nothing);
   RUN_TEST(bounded_tracking);
   END_TEST;
