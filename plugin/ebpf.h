@@ -166,4 +166,20 @@ int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
 #define EBPF_NAME_LEAF_MAX 48
 int instance_from_path(const char *path, char out[EBPF_NAME_LEN]);
 
+/* The 32-bit hash of a path that names_unshare() appends: FNV-1a of the
+ * path without leading and trailing '/', the hash the long names carry. */
+uint32_t path_hash(const char *path);
+
+/* Two sources never share a name: among the n names in use together (one
+ * feature's groups), every name that sources of different path hashes
+ * share becomes "<name>_<8 hex digits of its hash>" (the name cut to fit
+ * EBPF_NAME_LEN), each member of the collision alike, so that the result
+ * depends only on the set in use: the same on every restart and host.
+ * Returns how many names were changed. */
+struct name_use {
+  char *name; /* EBPF_NAME_LEN */
+  uint32_t hash;
+};
+size_t names_unshare(struct name_use *v, size_t n);
+
 #endif

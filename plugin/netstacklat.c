@@ -369,7 +369,14 @@ static struct cgroup_filter cg_marks; /* the configured cgroups marked */
 struct cg_slot {
   uint64_t id; /* the cgroup; 0: free */
   uint32_t ipos; /* its entry in the group index */
+  /* When it was freed (read number, monotonic seconds): a freed slot waits
+   * a grace period before it is given again (cg_slot_free_one()). */
+  uint32_t freed_read;
+  double freed_at;
 };
+/* read_grouped() calls so far, and the time of the current one. */
+static uint32_t grouped_reads;
+static double grouped_now;
 static struct cg_slot *cg_slots; /* MaxGroups, with GroupBy cgroup */
 /* GroupBy cgroup: what is in the group index (netstacklat_cgroup_index), by
  * position: the cgroup id, 0 when empty. cg_index_size is a power of two. */
@@ -389,6 +396,7 @@ static int cmp_u64(const void *a, const void *b);
 static long long cg_slot_of(uint64_t id);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
 static uint64_t outliers_notified;
+static size_t groups_shared; /* groups named with their hash (last read) */
 
 static double now_mono(struct timespec *ts) {
   clock_gettime(CLOCK_MONOTONIC, ts);
@@ -794,6 +802,7 @@ static void if_filter_refresh(bool at_start) {
 struct if_group {
   uint64_t group;
   char name[EBPF_NAME_LEN];
+  uint32_t hash; /* path_hash() of "<namespace>/<interface>" */
   bool gone; /* no such interface or namespace any more */
 };
 static struct if_group *if_groups;
@@ -839,6 +848,7 @@ static void if_names_in(size_t from, size_t to, uint32_t ns) {
     snprintf(path, sizeof(path), "%s%s%s", own ? "" : nsname, own ? "" : "/",
              ifn);
     instance_from_path(path, if_groups[i].name);
+    if_groups[i].hash = path_hash(path);
   }
   netns_leave(back, FEATURE);
 }
@@ -1259,8 +1269,11 @@ _Static_assert(offsetof(struct gkey_at, key) == 0 &&
                    offsetof(struct group_prev, key) == 0,
                "cmp_gkey reads the key at the start");
 
+/* The group's name by the naming rule, and the hash of its path (for
+ * names_unshare()); false when the group is gone. */
 static bool group_name(const struct nsl_group_key *k,
-                       char buf[EBPF_NAME_LEN], bool *refreshed) {
+                       char buf[EBPF_NAME_LEN], uint32_t *hash,
+                       bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
     const struct if_group *g =
         nif_groups ? bsearch(&k->group, if_groups, nif_groups,
@@ -1269,6 +1282,7 @@ static bool group_name(const struct nsl_group_key *k,
     if (!g || g->gone)
       return false;
     memcpy(buf, g->name, EBPF_NAME_LEN);
+    *hash = g->hash;
     return true;
   }
   /* The tree is walked again only when a group is not in it, or is no
@@ -1284,6 +1298,7 @@ static bool group_name(const struct nsl_group_key *k,
   if (!rel)
     return false; /* the cgroup is gone */
   cgroup_name(rel, buf);
+  *hash = path_hash(rel);
   return true;
 }
 
@@ -1346,13 +1361,41 @@ static void cg_slot_set(long long i, uint64_t id) {
 
 /* The lowest free slot: slots stay packed at the bottom, so the batched
  * read (cg_slots_merge) covers about the live groups, not MaxGroups.
- * cg_free_hint: no slot below it is free. */
+ * cg_free_hint: no slot below it is free.
+ *
+ * A freed slot is given again only from a later read and at least
+ * CG_SLOT_GRACE_S after it was freed. The BPF side finds a slot through
+ * the group index, checks its owner, then adds to it: a program that
+ * checked just before user space cleared the index entry can still write
+ * to the slot, and its non-atomic add can write the old owner's values
+ * back over a zeroed row. A program runs for microseconds (even a
+ * preempted one is done long before a second has passed), and the slot is
+ * zeroed again when it is given (cg_slot_give()), after the grace period:
+ * such a late write is wiped, never counted to the next cgroup. */
+#define CG_SLOT_GRACE_S 1.0
+static bool cg_slot_in_grace(long long i) {
+  return cg_slots[i].freed_at > 0 &&
+         (cg_slots[i].freed_read == grouped_reads ||
+          grouped_now - cg_slots[i].freed_at < CG_SLOT_GRACE_S);
+}
+
 static long long cg_slot_free_one(void) {
-  for (long long i = cg_free_hint; i < cfg.max_groups; i++)
-    if (!cg_slots[i].id) {
-      cg_free_hint = i + 1;
-      return i;
+  long long waiting = -1; /* the lowest free slot still in grace */
+  for (long long i = cg_free_hint; i < cfg.max_groups; i++) {
+    if (cg_slots[i].id)
+      continue;
+    if (cg_slot_in_grace(i)) {
+      if (waiting < 0)
+        waiting = i;
+      continue;
     }
+    cg_free_hint = waiting >= 0 ? waiting : i + 1;
+    return i;
+  }
+  if (waiting >= 0) {
+    cg_free_hint = waiting;
+    return -2;
+  }
   return -1;
 }
 
@@ -1392,6 +1435,8 @@ static void cg_slot_free(uint64_t id) {
   }
   cg_slot_set(i, 0);
   cg_slot_reset(i, 0);
+  cg_slots[i].freed_read = grouped_reads;
+  cg_slots[i].freed_at = grouped_now;
   if (i < cg_free_hint)
     cg_free_hint = i;
 }
@@ -1417,6 +1462,8 @@ static void cg_slot_give(uint64_t id, const char *rel) {
     return;
   }
   long long i = cg_slot_free_one();
+  if (i == -2)
+    return; /* a slot frees when its grace period ends: next interval */
   if (i < 0) {
     static bool told;
     if (!told)
@@ -1560,6 +1607,9 @@ static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
 }
 
 static void read_grouped(double elapsed) {
+  struct timespec now_ts;
+  grouped_reads++;
+  grouped_now = now_mono(&now_ts);
   int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
   size_t cap = 256, n = 0;
@@ -1652,15 +1702,58 @@ static void read_grouped(double elapsed) {
     n = cg_slots_merge(cur, n);
   if (cfg.groupby == NSL_GROUP_INTERFACE)
     if_names_refresh(cur, n);
+  /* Every group is named before any is dispatched: two groups that the
+   * naming rule names alike (foo-bar.service and foo_bar.service; with
+   * NetworkNamespace "all", namespace x's eth0 and an interface x_eth0)
+   * are told apart by the hashes of their paths (names_unshare()). */
+  size_t ng = 0;
+  for (size_t i = 0; i < n; i++)
+    ng += i == 0 || cur[i].key.group != cur[i - 1].key.group;
+  struct gname_of {
+    char name[EBPF_NAME_LEN];
+    bool named; /* false: the group is gone */
+  } *gs = malloc((ng ? ng : 1) * sizeof(*gs));
+  struct name_use *gu = malloc((ng ? ng : 1) * sizeof(*gu));
+  if (!gs || !gu) {
+    free(gs);
+    free(gu);
+    free(cur);
+    goto out;
+  }
   bool refreshed = false;
+  size_t nu = 0;
+  for (size_t i = 0, g = 0; i < n; i++) {
+    if (i && cur[i].key.group == cur[i - 1].key.group)
+      continue;
+    uint32_t hash = 0;
+    gs[g].named = group_name(&cur[i].key, gs[g].name, &hash, &refreshed);
+    if (gs[g].named)
+      gu[nu++] = (struct name_use){gs[g].name, hash};
+    g++;
+  }
+  size_t shared = names_unshare(gu, nu);
+  if (shared != groups_shared) {
+    if (shared)
+      E_INFO("netstacklat: %zu groups have a name that the naming rule "
+             "gives to another group too: each of them is named "
+             "<name>_<hash of its path> while they share it.",
+             shared);
+    else
+      E_INFO("netstacklat: no two groups share a name any more.");
+    groups_shared = shared;
+  }
+  free(gu);
   size_t kept = 0;
-  char gname[EBPF_NAME_LEN];
-  bool named = false; /* gname is cur[i - 1]'s group's, when it has one */
-  for (size_t i = 0; i < n; i++) {
+  const char *gname = NULL;
+  bool named = false; /* gname is cur[i]'s group's, when it has one */
+  for (size_t i = 0, g = 0; i < n; i++) {
+    if (i == 0 || cur[i].key.group != cur[i - 1].key.group) {
+      named = gs[g].named;
+      gname = gs[g].name;
+      g++;
+    }
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
-    if (i == 0 || cur[i].key.group != cur[i - 1].key.group)
-      named = group_name(&cur[i].key, gname, &refreshed);
     struct group_prev *p =
         bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
     if (!named) {
@@ -1681,6 +1774,7 @@ static void read_grouped(double elapsed) {
     dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed);
     cur[kept++] = cur[i]; /* still sorted */
   }
+  free(gs);
   free(gprev);
   gprev = cur;
   ngprev = kept;
@@ -1757,6 +1851,7 @@ static void netstacklat_shutdown(void) {
   free(gprev);
   gprev = NULL;
   ngprev = 0;
+  groups_shared = 0;
   free(if_groups);
   if_groups = NULL;
   nif_groups = cap_if_groups = 0;

@@ -29,6 +29,8 @@ static struct {
 struct psi_source {
   char *rel;                 /* cgroup path below the root; NULL for host */
   char instance[EBPF_NAME_LEN]; /* the part after "<res>-" */
+  char base[EBPF_NAME_LEN];     /* instance by the naming rule alone */
+  uint32_t hash;                /* path_hash(rel) */
   /* plugin_instance of each resource's values, made once (source_name) */
   char inst[RES_COUNT][DATA_MAX_NAME_LEN];
   int fd[RES_COUNT];
@@ -313,8 +315,9 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
     }
     return;
   }
-  struct psi_source g = {.seen = true};
-  cgroup_name(rel, g.instance);
+  struct psi_source g = {.seen = true, .hash = path_hash(rel)};
+  cgroup_name(rel, g.base);
+  memcpy(g.instance, g.base, sizeof(g.instance));
   if (group_open(&g, dir) == 0) {
     source_close(&g);
     if (!skipped_has(rel)) {
@@ -339,6 +342,43 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
   groups[at] = g;
   ngroups++;
   note(s->added, sizeof(s->added), &s->nadded, rel);
+}
+
+/* Two cgroups whose paths the naming rule maps to one name
+ * (foo-bar.service and foo_bar.service) would be dispatched under one
+ * identifier: each gets the hash of its path (names_unshare()), while both
+ * are watched. After every scan. */
+static void groups_unshare(void) {
+  struct name_use *u = malloc((ngroups ? ngroups : 1) * sizeof(*u));
+  char(*nm)[EBPF_NAME_LEN] = malloc((ngroups ? ngroups : 1) * sizeof(*nm));
+  if (!u || !nm) {
+    free(u);
+    free(nm);
+    return;
+  }
+  for (size_t i = 0; i < ngroups; i++) {
+    memcpy(nm[i], groups[i].base, sizeof(nm[i]));
+    u[i] = (struct name_use){nm[i], groups[i].hash};
+  }
+  names_unshare(u, ngroups);
+  for (size_t i = 0; i < ngroups; i++) {
+    struct psi_source *g = &groups[i];
+    if (strcmp(nm[i], g->instance) == 0)
+      continue;
+    bool shared = strcmp(nm[i], g->base) != 0;
+    memcpy(g->instance, nm[i], sizeof(g->instance));
+    source_name(g);
+    if (shared)
+      E_INFO("pressure: cgroup %s is named %s: another cgroup watched is "
+             "also %s by the naming rule.",
+             g->rel, g->instance, g->base);
+    else
+      E_INFO("pressure: cgroup %s is named %s again: no other cgroup "
+             "watched shares that name now.",
+             g->rel, g->instance);
+  }
+  free(u);
+  free(nm);
 }
 
 static void scan_cgroups(void) {
@@ -373,6 +413,8 @@ static void scan_cgroups(void) {
   if (s.nremoved)
     E_INFO("pressure: %d cgroup%s gone: %s", s.nremoved,
            s.nremoved == 1 ? "" : "s", s.removed);
+  if (s.nadded || s.nremoved)
+    groups_unshare();
 }
 
 /* The glob(3) of every Cgroup pattern was a third of a read with 50

@@ -235,6 +235,63 @@ int instance_from_path(const char *path, char out[EBPF_NAME_LEN]) {
   return 1;
 }
 
+uint32_t path_hash(const char *path) {
+  while (*path == '/')
+    path++;
+  size_t n = strlen(path);
+  while (n && path[n - 1] == '/')
+    n--;
+  return fnv1a32(path, n);
+}
+
+static int cmp_name_use(const void *a, const void *b) {
+  const struct name_use *x = *(const struct name_use *const *)a;
+  const struct name_use *y = *(const struct name_use *const *)b;
+  int c = strcmp(x->name, y->name);
+  if (c)
+    return c;
+  return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+size_t names_unshare(struct name_use *v, size_t n) {
+  if (n < 2)
+    return 0;
+  struct name_use **o = malloc(n * sizeof(*o));
+  if (!o)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    o[i] = &v[i];
+  qsort(o, n, sizeof(*o), cmp_name_use);
+  /* Find the runs first: renaming one changes what the next compares to. */
+  size_t changed = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    bool shared = false;
+    while (j < n && strcmp(o[j]->name, o[i]->name) == 0) {
+      shared |= o[j]->hash != o[i]->hash;
+      j++;
+    }
+    if (shared)
+      for (size_t k = i; k < j; k++)
+        changed++;
+    else
+      for (size_t k = i; k < j; k++)
+        o[k] = NULL;
+    i = j;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!o[i])
+      continue;
+    char *name = o[i]->name;
+    size_t len = strnlen(name, EBPF_NAME_LEN - 1);
+    if (len > EBPF_NAME_LEN - 1 - 9)
+      len = EBPF_NAME_LEN - 1 - 9;
+    snprintf(name + len, EBPF_NAME_LEN - len, "_%08x", o[i]->hash);
+  }
+  free(o);
+  return changed;
+}
+
 /* -------------------------------------------------------------- dispatch */
 
 /* A bounded copy: snprintf("%s") was 60% of a read callback's time. */

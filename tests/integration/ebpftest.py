@@ -254,11 +254,22 @@ def name_rule(path):
                        for c in s.lower())
     if len(path) <= 96:
         return clean(path)
-    h = 2166136261
-    for b in path.encode():
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
     leaf = path.rsplit("/", 1)[-1][:48]
-    return clean(path[:96 - 11 - len(leaf)]) + "..%08x_" % h + clean(leaf)
+    return clean(path[:96 - 11 - len(leaf)]) + "..%08x_" % path_hash(path) + clean(leaf)
+
+
+def path_hash(path):
+    """FNV-1a-32 of the path without leading and trailing "/"."""
+    h = 2166136261
+    for b in path.strip("/").encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def shared_name(path):
+    """The README's name of a source whose name by the rule another source
+    in use has too: the name (cut to 87 characters) + "_<path hash>"."""
+    return name_rule(path)[:87] + "_%08x" % path_hash(path)
 
 
 # A flavour's reason that is the kernel's own word that the flavour is

@@ -315,6 +315,64 @@ DEF_TEST(instance_names) {
   return 0;
 }
 
+/* Two sources never share a name: each member of a collision gets the hash
+ * of its own path, whatever the order they come in; names nobody shares,
+ * and one source met twice, are left alone; a 96-character name is cut to
+ * make room. */
+static void unshare_of(const char *const *paths, size_t n,
+                       char out[][EBPF_NAME_LEN]) {
+  struct name_use u[8];
+  for (size_t i = 0; i < n; i++) {
+    instance_from_path(paths[i], out[i]);
+    u[i] = (struct name_use){out[i], path_hash(paths[i])};
+  }
+  names_unshare(u, n);
+}
+
+DEF_TEST(names_never_shared) {
+  const char *p[] = {"foo-bar.service", "x.slice/other.service",
+                     "foo_bar.service", "Foo_bar.service", "x/eth0",
+                     "x_eth0", "x.slice/other.service/"};
+  size_t n = sizeof(p) / sizeof(*p);
+  char a[8][EBPF_NAME_LEN], b[8][EBPF_NAME_LEN];
+  unshare_of(p, n, a);
+  char want[EBPF_NAME_LEN];
+  snprintf(want, sizeof(want), "foo_bar.service_%08x", path_hash(p[0]));
+  CHECK_EQ_STR(want, a[0]);
+  snprintf(want, sizeof(want), "foo_bar.service_%08x", path_hash(p[3]));
+  CHECK_EQ_STR(want, a[3]);
+  snprintf(want, sizeof(want), "x_eth0_%08x", path_hash("x_eth0"));
+  CHECK_EQ_STR(want, a[5]);
+  /* One path met twice (trailing '/' alike) is one source: not renamed. */
+  CHECK_EQ_STR("x.slice_other.service", a[1]);
+  CHECK_EQ_STR("x.slice_other.service", a[6]);
+  for (size_t i = 0; i < 6; i++)
+    for (size_t j = i + 1; j < 6; j++)
+      CHECK(strcmp(a[i], a[j]) != 0);
+  /* The same in the reverse order (another host, another restart). */
+  const char *r[8];
+  for (size_t i = 0; i < n; i++)
+    r[i] = p[n - 1 - i];
+  unshare_of(r, n, b);
+  for (size_t i = 0; i < n; i++)
+    CHECK_EQ_STR(a[i], b[n - 1 - i]);
+  /* Alone, a member keeps its plain name. */
+  unshare_of(p, 1, a);
+  CHECK_EQ_STR("foo_bar.service", a[0]);
+  /* Long names are cut to make room for the hash, still 96 characters. */
+  char l1[120], l2[120];
+  memset(l1, 'a', 95);
+  l1[95] = '-';
+  l1[96] = 0;
+  memcpy(l2, l1, 97);
+  l2[95] = '_';
+  const char *lp[] = {l1, l2};
+  unshare_of(lp, 2, a);
+  CHECK(strlen(a[0]) == 96 && strlen(a[1]) == 96);
+  CHECK(strcmp(a[0], a[1]) != 0);
+  return 0;
+}
+
 
 /* ---- Bad config, exhaustively (issue 8): every key of every block gets a
  * wrong type, a value out of range, an empty value (no value, and ""), a
@@ -556,6 +614,7 @@ int main(void) {
   RUN_TEST(stalled_notifications_need_the_scan);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);
+  RUN_TEST(names_never_shared);
   RUN_TEST(cgroup_path_depth_and_glob);
   RUN_TEST(bad_wrong_type);
   RUN_TEST(bad_out_of_range);

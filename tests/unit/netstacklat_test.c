@@ -190,7 +190,8 @@ DEF_TEST(identifiers_unchanged) {
 static bool name_it(struct group_prev *cur, const struct group_prev *p) {
   char gname[EBPF_NAME_LEN];
   bool refreshed = false;
-  if (!group_name(&cur->key, gname, &refreshed))
+  uint32_t hash;
+  if (!group_name(&cur->key, gname, &hash, &refreshed))
     return false;
   group_inst(cur, p, gname);
   return true;
