@@ -1118,14 +1118,22 @@ int BPF_KPROBE(tcp_read_kprobe, struct msghdr *msg, const struct sock *sk,
 
 /* ===================================================== udp_socket_read */
 
+/* udp_recvmsg and udpv6_recvmsg call it for reads and for recv(MSG_PEEK)
+ * alike, with len the bytes copied, negated for a peek (every kernel since
+ * 4.13: "peeking ? -err : err"). A peek is not a read: the datagram stays
+ * queued and its read comes later (systemd peeks to size its buffer). */
 SEC("fentry/skb_consume_udp")
 int BPF_PROG(udp_read_fentry, struct sock *sk, struct sk_buff *skb, int len) {
+  if (len < 0)
+    return 0;
   socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, false);
   return 0;
 }
 
 SEC("kprobe/skb_consume_udp")
-int BPF_KPROBE(udp_read_kprobe, struct sock *sk, struct sk_buff *skb) {
+int BPF_KPROBE(udp_read_kprobe, struct sock *sk, struct sk_buff *skb, int len) {
+  if (len < 0)
+    return 0;
   socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, true);
   return 0;
 }

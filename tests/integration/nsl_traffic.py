@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Traffic for the netstacklat tests, run inside the test's namespaces.
 
-  recv-udp ADDR PORT N [DELAY_MS]
+  recv-udp ADDR PORT N [DELAY_MS [peek]]
                                  receive N datagrams, print the count; with
                                  DELAY_MS: before each, wait until one is
-                                 readable and sleep DELAY_MS
+                                 readable and sleep DELAY_MS; with peek:
+                                 recv(MSG_PEEK) before each read, as a
+                                 reader sizing its buffer does
   send-udp ADDR PORT N           send N datagrams of 64 bytes, print the
                                  sending port after the first
   spin-udp ADDR PORT N CPU       receive N datagrams pinned to CPU, spinning
@@ -66,11 +68,14 @@ def main():
         print("ready", flush=True)
         s.settimeout(20)
         delay = float(sys.argv[5]) / 1000.0 if len(sys.argv) > 5 else 0
+        peek = len(sys.argv) > 6 and sys.argv[6] == "peek"
         got = 0
         while got < n:
             if delay:
                 select.select([s], [], [], 20)
                 time.sleep(delay)
+            if peek:
+                s.recv(2048, socket.MSG_PEEK)
             s.recv(2048)
             got += 1
         print(got, flush=True)

@@ -1,10 +1,11 @@
 /* Traffic with known counts for the VM matrix (tests/vm/guest-check), over
  * loopback inside a guest that has nothing else on the network.
  *
- *   vmtraffic udp ADDR PORT N
+ *   vmtraffic udp ADDR PORT N [peek]
  *       A receiver bound to ADDR:PORT and a sender in this process: N
- *       datagrams of 64 bytes, each received (one recv) before the next one
- *       is sent. Prints "udp N" with the count received.
+ *       datagrams of 64 bytes, each received (one recv; with "peek", a
+ *       recv(MSG_PEEK) before it) before the next one is sent. Prints
+ *       "udp N" with the count received.
  *   vmtraffic tcp ADDR PORT M DELAY_MS GAP_MS
  *       A child connects and sends M messages of 100 bytes with
  *       TCP_NODELAY; nothing flows back over TCP but ACKs. The parent
@@ -94,7 +95,7 @@ static int wait_readable(int fd, int ms) {
   return poll(&p, 1, ms);
 }
 
-static int udp(const char *addr, int port, int n) {
+static int udp(const char *addr, int port, int n, int peek) {
   struct sockaddr_storage ss;
   socklen_t len = make_addr(addr, port, &ss);
   int r = socket(ss.ss_family, SOCK_DGRAM, 0);
@@ -111,6 +112,10 @@ static int udp(const char *addr, int port, int n) {
       die("sendto");
     if (wait_readable(r, 10000) != 1)
       break;
+    /* A reader that peeks to size its buffer (systemd does): the peek is
+     * not a read (udp_socket_read counts the reads). */
+    if (peek && recv(r, buf, sizeof(buf), MSG_PEEK) != 64)
+      die("peek");
     if (recv(r, buf, sizeof(buf), 0) == 64)
       got++;
   }
@@ -416,8 +421,9 @@ int main(int argc, char **argv) {
     pin(atoi(argv[4]));
   if ((argc == 4 || argc == 5) && !strcmp(argv[1], "clamp"))
     return clamp(atoi(argv[2]), atof(argv[3]));
-  if (argc == 5 && !strcmp(argv[1], "udp"))
-    return udp(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "peek"))) &&
+      !strcmp(argv[1], "udp"))
+    return udp(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6);
   if (argc == 7 && !strcmp(argv[1], "tcp"))
     return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
                atoi(argv[6]));
