@@ -7,7 +7,7 @@
 #ifndef EBPF_CGROUP_H
 #define EBPF_CGROUP_H
 
-#include "ebpf.h"
+#include "base.h"
 
 /* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo; NULL
  * when there is none. The string is owned by the plugin. */

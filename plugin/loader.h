@@ -21,7 +21,7 @@
 #ifndef EBPF_LOADER_H
 #define EBPF_LOADER_H
 
-#include "ebpf.h"
+#include "base.h"
 
 #include <bpf/libbpf.h>
 #include <stddef.h>

@@ -11,7 +11,7 @@
 #ifndef EBPF_NETNS_H
 #define EBPF_NETNS_H
 
-#include "ebpf.h"
+#include "base.h"
 
 enum netns_kind { NETNS_HOST = 0, NETNS_ALL, NETNS_NAMED };
 
