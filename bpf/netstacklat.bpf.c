@@ -171,6 +171,25 @@ struct {
   __type(value, struct nsl_hol_range);
 } netstacklat_hol_range SEC(".maps");
 
+/* tcp_socket_read: the last read seen of a socket, in a table shared by
+ * the CPUs (a reader that moves between CPUs leaves no stale copy behind)
+ * indexed by the socket's hash (see tcp_peeked()); an entry per cache
+ * line, so that sockets read on different CPUs do not share one. */
+#define NSL_READS 256
+struct nsl_read_seen {
+  __u64 sk;
+  __u32 seq; /* copied_seq after the read (fentry, kprobe); the end of the
+              * last skb counted (tracepoint) */
+  __u32 pad[13];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, NSL_READS);
+  __type(key, __u32);
+  __type(value, struct nsl_read_seen);
+} netstacklat_reads SEC(".maps");
+
 /* OutlierThreshold: the records (64 KiB; one page when off, set before
  * load), the host-wide rate limit, and the events above the threshold that
  * were not sent (over OutlierLimit, or the ring buffer full). */
@@ -1031,6 +1050,65 @@ int BPF_KRETPROBE(udp_enqueued_kretprobe, int ret) {
 
 /* ===================================================== tcp_socket_read */
 
+/* A recv(MSG_PEEK) is not a read: tcp_recvmsg calls tcp_recv_timestamp
+ * (and copies skbs) for a peek as for a read, and gives no sign of the
+ * flag. What tells them apart is the socket's copied_seq, which only a read
+ * moves: after a read it is past the data read, after a peek where it was.
+ * The last read seen of each socket is kept: a call that finds copied_seq
+ * where the last one left it consumed nothing. When the socket
+ * is not in the table (its first read, or a slot another socket took), a
+ * socket that never had data consumed (copied_seq still at the start of
+ * the stream: rcv_nxt - bytes_received) was only peeked at. */
+/* Indexed by the socket's hash of its addresses and ports (skc_hash: no
+ * arithmetic on a pointer passes the verifier). */
+static __always_inline struct nsl_read_seen *read_seen(const struct sock *sk,
+                                                       const bool probed) {
+  __u32 h = RD(probed, sk, __sk_common.skc_hash);
+  __u32 k = (h ^ (h >> 16)) & (NSL_READS - 1);
+  return bpf_map_lookup_elem(&netstacklat_reads, &k);
+}
+
+static __always_inline bool never_consumed(const struct tcp_sock *tp,
+                                           __u32 copied) {
+  __u32 start = BPF_CORE_READ(tp, rcv_nxt) -
+                (__u32)BPF_CORE_READ(tp, bytes_received);
+  return copied == start;
+}
+
+/* fentry, kprobe: called after the read; true for a peek. */
+static __always_inline bool tcp_peeked(const struct sock *sk,
+                                       const bool probed) {
+  const struct tcp_sock *tp = (const void *)sk;
+  __u32 copied = BPF_CORE_READ(tp, copied_seq);
+  struct nsl_read_seen *r = read_seen(sk, probed);
+  if (!r)
+    return false;
+  if (r->sk == (__u64)sk) {
+    if (r->seq == copied)
+      return true;
+  } else if (never_consumed(tp, copied)) {
+    return true;
+  }
+  r->sk = (__u64)sk;
+  r->seq = copied;
+  return false;
+}
+
+/* tracepoint: called before each skb's copy, for a read and for a peek
+ * alike (copied_seq has not moved yet in either): count each skb once, at
+ * its first copy, so that a peek and the read after it (or a read of an
+ * skb in two parts) count it once. True when the skb was counted. */
+static __always_inline bool tcp_skb_seen(const struct sock *sk, __u32 end) {
+  struct nsl_read_seen *r = read_seen(sk, false);
+  if (!r)
+    return false;
+  if (r->sk == (__u64)sk && (__s32)(end - r->seq) <= 0)
+    return true;
+  r->sk = (__u64)sk;
+  r->seq = end;
+  return false;
+}
+
 /* tcp_recvmsg calls it once per read that returned timestamped data, with
  * the receive time of the last skb read in tss->ts[0]. No skb here: the
  * interface is the socket's cached input interface. */
@@ -1039,6 +1117,8 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
   __u64 group;
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
                  sk_rx_ifindex(sk, probed), &group, probed))
+    return;
+  if (tcp_peeked(sk, probed))
     return;
   if (!targ_include_hol) {
     /* kprobe programs have no socket storage: the loader does not use
@@ -1088,7 +1168,8 @@ int BPF_PROG(tcp_read_fentry, struct msghdr *msg, const struct sock *sk,
 }
 
 /* Fires for every skb (or part of one) copied to user space, by any
- * protocol: keep TCP. One read can copy several skbs, and each is counted. */
+ * protocol: keep TCP. One read can copy several skbs, and each is counted,
+ * once (tcp_skb_seen()). */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
   const struct sock *sk = skb->sk;
@@ -1097,9 +1178,11 @@ int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
   __u64 group;
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk, skb->skb_iif, &group, false))
     return 0;
+  __u32 end = ((const struct tcp_skb_cb *)&skb->cb[0])->end_seq;
+  if (tcp_skb_seen(sk, end))
+    return 0;
   /* Before the copy, per skb: the skb's own end is the data measured. */
-  if (!targ_include_hol &&
-      hol_blocked(sk, ((const struct tcp_skb_cb *)&skb->cb[0])->end_seq)) {
+  if (!targ_include_hol && hol_blocked(sk, end)) {
     count_skip(NSL_TCP_SOCKET_READ, group, NSL_SKIP_HOL_BLOCKED);
     return 0;
   }

@@ -14,8 +14,10 @@
                                  each datagram the moment it is queued)
   pace-udp ADDR PORT N CPU       send N datagrams of 64 bytes pinned to CPU,
                                  0.2 ms apart
-  recv-tcp ADDR PORT M DELAY_MS  accept one connection; M times: wait until
-                                 a message is readable, sleep DELAY_MS, read
+  recv-tcp ADDR PORT M DELAY_MS [peek]
+                                 accept one connection; M times: wait until
+                                 a message is readable, sleep DELAY_MS,
+                                 (with peek: recv(MSG_PEEK) it first,) read
                                  it, answer one byte
   send-tcp ADDR PORT M           connect, print the local port, send M
                                  messages of 100 bytes, each after the
@@ -147,6 +149,7 @@ def main():
     elif cmd in ("recv-tcp", "recv-tcp-jitter"):
         rng = random.Random(13)
         delay = float(sys.argv[5]) / 1000.0 if cmd == "recv-tcp" else 0
+        peek = cmd == "recv-tcp" and len(sys.argv) > 6 and sys.argv[6] == "peek"
         c, _ = listen(fam, addr, port, 1).accept()
         for _ in range(n):
             if cmd == "recv-tcp-jitter":
@@ -154,6 +157,8 @@ def main():
             select.select([c], [], [], 20)
             if delay:
                 time.sleep(delay)
+            if peek:
+                c.recv(100, socket.MSG_PEEK)
             data = c.recv(100)
             if not data:
                 break

@@ -6,11 +6,12 @@
  *       datagrams of 64 bytes, each received (one recv; with "peek", a
  *       recv(MSG_PEEK) before it) before the next one is sent. Prints
  *       "udp N" with the count received.
- *   vmtraffic tcp ADDR PORT M DELAY_MS GAP_MS
+ *   vmtraffic tcp ADDR PORT M DELAY_MS GAP_MS [peek]
  *       A child connects and sends M messages of 100 bytes with
  *       TCP_NODELAY; nothing flows back over TCP but ACKs. The parent
  *       accepts and, M times: waits until data is readable, sleeps
- *       DELAY_MS, reads exactly one message. So M reads happen in this
+ *       DELAY_MS, (with "peek": recv(MSG_PEEK) of it first,) reads exactly
+ *       one message. So M reads happen in this
  *       network namespace, all by the receiver. The child sends a message
  *       only after the parent has read the previous one (told over a pipe,
  *       which is no network traffic) and GAP_MS more: one message in flight
@@ -123,7 +124,8 @@ static int udp(const char *addr, int port, int n, int peek) {
   return got == n ? 0 : 1;
 }
 
-static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
+static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
+               int peek) {
   struct sockaddr_storage ss;
   socklen_t len = make_addr(addr, port, &ss);
   int ls = socket(ss.ss_family, SOCK_STREAM, 0), one = 1;
@@ -174,6 +176,10 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms) {
       break;
     if (delay_ms)
       sleep_ms(delay_ms);
+    /* A reader that peeks first: not a read (tcp_socket_read counts the
+     * reads). */
+    if (peek && recv(c, buf, sizeof(buf), MSG_PEEK) <= 0)
+      break;
     /* MSG_WAITALL: exactly one message per read. */
     if (recv(c, buf, sizeof(buf), MSG_WAITALL) != (ssize_t)sizeof(buf))
       break;
@@ -424,9 +430,10 @@ int main(int argc, char **argv) {
   if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "peek"))) &&
       !strcmp(argv[1], "udp"))
     return udp(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6);
-  if (argc == 7 && !strcmp(argv[1], "tcp"))
+  if ((argc == 7 || (argc == 8 && !strcmp(argv[7], "peek"))) &&
+      !strcmp(argv[1], "tcp"))
     return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
-               atoi(argv[6]));
+               atoi(argv[6]), argc == 8);
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
                   "tcp ADDR PORT M DELAY_MS GAP_MS | clamp PORT SECONDS [CPU] | "
                   "conc PORT FLOWS N block|spin\n");
