@@ -179,6 +179,11 @@ $(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
+$(BUILD)/tests/nsl_outliers_test: tests/unit/nsl_outliers_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/nsl_outliers.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/pressure_test: tests/unit/pressure_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/pressure.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)

@@ -10,6 +10,7 @@
 #include "loader.h"
 #include "netns.h"
 #include "netstacklat.h"
+#include "nsl_outliers.h"
 #include "netstacklat.skel.h"
 #include "netstacklat_outliers.skel.h"
 #include "netstacklat_sampled.skel.h"
@@ -395,7 +396,6 @@ static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
 static int cmp_u64(const void *a, const void *b);
 static long long cg_slot_of(uint64_t id);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
-static uint64_t outliers_notified;
 static size_t groups_shared; /* groups named with their hash (last read) */
 
 static double now_mono(struct timespec *ts) {
@@ -882,86 +882,16 @@ static void if_names_refresh(const struct group_prev *cur, size_t n) {
 
 /* ------------------------------------------------------------- outliers */
 
-/* "v4:port" or "[v6]:port", as tcp_window writes them; without ":port"
- * when the port is unknown. */
-static void addr_str(int family, const __u8 *a, int port, bool has_port,
-                     char out[56]) {
-  char ip[INET6_ADDRSTRLEN] = "?";
-  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
-  if (!has_port)
-    snprintf(out, 56, family == AF_INET6 ? "[%s]" : "%s", ip);
-  else
-    snprintf(out, 56, family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
-}
+static struct nsl_outlier_ctx outlier_ctx;
 
-static bool cg_refreshed; /* the cgroup tree was read this interval */
-static uint32_t self_netns;  /* collectd's network namespace, this read */
-
-/* One record of the ring buffer: one notification (fields: README,
- * "Notifications"). */
 static int on_outlier(void *ctx, void *data, size_t len) {
-  const struct nsl_outlier *o = data;
-  if (len < sizeof(*o) || o->hook >= NSL_NHOOKS)
-    return 0;
-  struct ebpf_nfield f[12];
-  size_t n = 0;
-  char local[56], remote[56], ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN];
-  char comm[sizeof(o->comm) + 1], proto[8];
-  f[n++] = NF_STR("hook", hook_names[o->hook]);
-  f[n++] = NF_DBL("latency_s", o->latency_ns / 1e9);
-  if (o->proto || o->family) {
-    if (o->proto == 6 || o->proto == 17)
-      snprintf(proto, sizeof(proto), "%s", o->proto == 6 ? "tcp" : "udp");
-    else
-      snprintf(proto, sizeof(proto), "%u", o->proto);
-    f[n++] = NF_STR("proto", proto);
-  }
-  if (o->family == AF_INET || o->family == AF_INET6) {
-    addr_str(o->family, o->laddr, o->lport, o->has_ports, local);
-    addr_str(o->family, o->raddr, o->rport, o->has_ports, remote);
-    f[n++] = NF_STR("local", local);
-    /* An unconnected UDP socket has none (udp_socket_enqueued). */
-    static const __u8 none[16];
-    if (o->rport || memcmp(o->raddr, none, sizeof(none)))
-      f[n++] = NF_STR("remote", remote);
-  }
-  if (o->pid) {
-    memcpy(comm, o->comm, sizeof(o->comm));
-    comm[sizeof(o->comm)] = 0;
-    f[n++] = NF_INT("pid", o->pid);
-    f[n++] = NF_STR("comm", comm);
-  }
-  if (hook_has_socket((int)o->hook))
-    f[n++] = NF_UINT("queue_len", o->qlen);
-  /* Interface names are those of collectd's own namespace. */
-  if (o->ifindex && o->netns == self_netns &&
-      if_indextoname(o->ifindex, ifname))
-    f[n++] = NF_STR("interface", ifname);
-  if (o->ifindex)
-    f[n++] = NF_UINT("ifindex", o->ifindex);
-  if (o->netns)
-    f[n++] = NF_UINT("netns", o->netns);
-  if (o->cgroup && cgroup2_root()) {
-    const char *rel = cgroup_tree_path(&cgroups, o->cgroup);
-    if (!rel && !cg_refreshed) {
-      cgroup_tree_refresh(&cgroups);
-      cg_refreshed = true;
-      rel = cgroup_tree_path(&cgroups, o->cgroup);
-    }
-    if (rel) {
-      cgroup_name(rel, cg);
-      f[n++] = NF_STR("cgroup", cg);
-    }
-  }
-  ebpf_notify_at((int64_t)o->time_ns, NOTIF_WARNING, FEATURE,
-                 hook_names[o->hook], "", "outlier", f, n);
-  outliers_notified++;
-  return 0;
+  (void)ctx;
+  return nsl_outlier_notify(&outlier_ctx, data, len);
 }
 
 static void read_outliers(void) {
-  cg_refreshed = false;
-  self_netns = netns_self_inum();
+  outlier_ctx.cg_refreshed = false;
+  outlier_ctx.self_netns = netns_self_inum();
   int err = ring_buffer__consume(outlier_rb);
   if (err < 0)
     E_WARNING("netstacklat: reading outlier records failed: %s",
@@ -974,7 +904,7 @@ static void read_outliers(void) {
     for (int c = 0; c < ncpus; c++)
       suppressed += vals[c];
   submit_derive(FEATURE, "", "operations", "outliers",
-                (int64_t)outliers_notified);
+                (int64_t)outlier_ctx.notified);
   submit_derive(FEATURE, "", "operations", "outliers_suppressed",
                 (int64_t)suppressed);
 }
@@ -1185,7 +1115,8 @@ static int netstacklat_init(void) {
       return -errno;
     }
   }
-  outliers_notified = 0;
+  outlier_ctx = (struct nsl_outlier_ctx){
+      .plugin = FEATURE, .hook_names = hook_names, .cgroups = &cgroups};
   memset(prev, 0, sizeof(prev));
   now_mono(&last_read);
   return 0;
