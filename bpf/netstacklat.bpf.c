@@ -1054,13 +1054,13 @@ int BPF_KRETPROBE(udp_enqueued_kretprobe, int ret) {
  * (and copies skbs) for a peek as for a read, and gives no sign of the
  * flag. What tells them apart is the socket's copied_seq, which only a read
  * moves: after a read it is past the data read, after a peek where it was.
- * The last read seen of each socket is kept: a call that finds copied_seq
- * where the last one left it consumed nothing. When the socket
- * is not in the table (its first read, or a slot another socket took), a
- * socket that never had data consumed (copied_seq still at the start of
- * the stream: rcv_nxt - bytes_received) was only peeked at. */
-/* Indexed by the socket's hash of its addresses and ports (skc_hash: no
- * arithmetic on a pointer passes the verifier). */
+ * The last read seen of each socket is kept, in netstacklat_reads indexed
+ * by the socket's skc_hash (no arithmetic on a pointer passes the
+ * verifier): a call that finds copied_seq where the last one left it
+ * consumed nothing. When the socket is not in the table (its first read,
+ * or a slot another socket took), a socket that never had data consumed
+ * (copied_seq still at the start of the stream: rcv_nxt - bytes_received)
+ * was only peeked at. */
 static __always_inline struct nsl_read_seen *read_seen(const struct sock *sk,
                                                        const bool probed) {
   __u32 h = RD(probed, sk, __sk_common.skc_hash);
@@ -1075,11 +1075,11 @@ static __always_inline bool never_consumed(const struct tcp_sock *tp,
   return copied == start;
 }
 
-/* fentry, kprobe: called after the read; true for a peek. */
-static __always_inline bool tcp_peeked(const struct sock *sk,
+/* fentry, kprobe: called after the read, copied its copied_seq; true for
+ * a peek. */
+static __always_inline bool tcp_peeked(const struct sock *sk, __u32 copied,
                                        const bool probed) {
   const struct tcp_sock *tp = (const void *)sk;
-  __u32 copied = BPF_CORE_READ(tp, copied_seq);
   struct nsl_read_seen *r = read_seen(sk, probed);
   if (!r)
     return false;
@@ -1118,17 +1118,18 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk,
                  sk_rx_ifindex(sk, probed), &group, probed))
     return;
-  if (tcp_peeked(sk, probed))
+  /* Called after the read: copied_seq is the end of the data read, and
+   * the timestamp is that of the last skb read. */
+  const struct tcp_sock *tp = (const void *)sk;
+  __u32 copied = BPF_CORE_READ(tp, copied_seq);
+  if (tcp_peeked(sk, copied, probed))
     return;
   if (!targ_include_hol) {
     /* kprobe programs have no socket storage: the loader does not use
      * this flavour with IncludeHOLBlocked false. */
     if (probed)
       return;
-    /* Called after the read: copied_seq is the end of the data read,
-     * and the timestamp is that of the last skb read. */
-    const struct tcp_sock *tp = (const void *)sk;
-    if (hol_blocked(sk, BPF_CORE_READ(tp, copied_seq))) {
+    if (hol_blocked(sk, copied)) {
       count_skip(NSL_TCP_SOCKET_READ, group, NSL_SKIP_HOL_BLOCKED);
       return;
     }
