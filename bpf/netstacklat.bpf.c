@@ -155,13 +155,16 @@ struct {
 } netstacklat_cgroup_slots SEC(".maps");
 
 /* IncludeHOLBlocked false: per TCP socket that ever received data out of
- * order, the out-of-order range seen last (see hol_blocked()). Socket
- * storage is freed with the socket; kprobe programs cannot use it, so the
- * loader refuses that flavour of tcp_socket_read with this setting. */
+ * order, the sequence ranges of that data (see hol_arrival()). Two ranges:
+ * a lagging reader may still have one hole's data to read when the next
+ * hole opens. Socket storage is freed with the socket; kprobe programs
+ * cannot use it, so the loader refuses that flavour of tcp_socket_read
+ * with this setting. */
 struct nsl_hol_range {
-  __u32 ooopack; /* tcp_sock.rcv_ooopack when ooo_end was taken */
-  __u32 ooo_end; /* sequence number after the highest out-of-order data */
-  __u32 active;  /* reads up to ooo_end are still to come */
+  __u32 start[2]; /* the lowest sequence number that arrived out of order */
+  __u32 end[2];   /* the sequence number after the highest */
+  __u8 active[2]; /* reads of this range are still to come */
+  __u8 cur;       /* the range of the newest hole */
 };
 
 struct {
@@ -705,62 +708,88 @@ static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
 /* Reads that waited behind a hole (data that arrived out of order and sat
  * in the out-of-order queue until a retransmission filled the hole) measure
  * the loss recovery, not the host: IncludeHOLBlocked false leaves them out.
- * By the time they are read the queue is usually empty again, so it is the
- * history that counts: the kernel's count of segments that arrived out of
- * order (tcp_sock.rcv_ooopack, 5.4+) tells that there was a hole since the
- * last read, and the end of the out-of-order data then seen bounds the
- * data that may have waited behind it (the XDP project's netstacklat does
- * the same). Only compiled in with IncludeHOLBlocked false.
+ * By the time they are read the queue is usually merged and empty again,
+ * so the receive path keeps the history: hol_arrival() runs on each
+ * segment of an established connection (tcp_rcv_established) and, for one
+ * that starts after rcv_nxt (it goes to the out-of-order queue), widens the
+ * socket's range of such data. A read is left out when the data it
+ * measures ends inside that range: it sat behind the hole. Data before the
+ * hole, and the retransmission that fills it, only waited for the reader:
+ * counted. Only compiled in with IncludeHOLBlocked false.
  *
  * The tcp_sock fields are probe reads in every flavour: the verifier types
- * sk as struct sock, so no tcp_sock field is reachable by a direct load. */
-static __always_inline __u32 ooo_end_now(const struct tcp_sock *tp) {
+ * sk as struct sock, so no tcp_sock field is reachable by a direct load.
+ * The receive path holds the socket lock; tcp_recv_timestamp runs after
+ * release_sock(), so a read may race with an arrival and see a range half
+ * written: at worst one read is counted or left out wrongly. */
+static __always_inline void hol_arrival(const struct sock *sk,
+                                        const struct sk_buff *skb) {
+  const struct tcp_skb_cb *cb = (const void *)&skb->cb[0];
+  __u32 seq = cb->seq, end = cb->end_seq;
+  const struct tcp_sock *tp = (const void *)sk;
   __u32 rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
-  /* Queue empty: everything that arrived out of order has been merged,
-   * so it lies below rcv_nxt. */
-  if (!BPF_CORE_READ(tp, out_of_order_queue.rb_node))
-    return rcv_nxt;
-  const struct sk_buff *last = BPF_CORE_READ(tp, ooo_last_skb);
-  __u32 end = 0;
-  bpf_core_read(&end, sizeof(end),
-                &((const struct tcp_skb_cb *)&last->cb[0])->end_seq);
-  /* tcp_recv_timestamp runs after release_sock(): the tail may be freed
-   * under us. Keep a value only inside the receive window; the window's
-   * end is a safe upper bound otherwise. */
-  __u32 wnd_end = BPF_CORE_READ(tp, rcv_wup) + BPF_CORE_READ(tp, rcv_wnd);
-  if ((__s32)(wnd_end - rcv_nxt) < 0)
-    wnd_end = rcv_nxt;
-  if ((__s32)(end - rcv_nxt) <= 0 || (__s32)(end - wnd_end) > 0)
-    return wnd_end;
-  return end;
+  /* In order, a retransmission of old data, or no data: nothing to do. */
+  if ((__s32)(seq - rcv_nxt) <= 0 || (__s32)(end - seq) <= 0)
+    return;
+  struct nsl_hol_range *r = bpf_sk_storage_get(
+      &netstacklat_hol_range, (void *)sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+  if (!r) /* no memory: this hole's reads will be counted */
+    return;
+  __u32 i = r->cur & 1;
+  if (!BPF_CORE_READ(tp, out_of_order_queue.rb_node)) {
+    /* The queue is empty: a new hole. Its own range, unless both are
+     * still to be read; then it joins the newest. */
+    if (r->active[i])
+      i ^= 1;
+    if (!r->active[i]) {
+      r->start[i] = seq;
+      r->end[i] = end;
+      r->active[i] = 1;
+      r->cur = i;
+      return;
+    }
+    i ^= 1;
+  }
+  if (!r->active[i]) {
+    r->start[i] = seq;
+    r->end[i] = end;
+    r->active[i] = 1;
+    return;
+  }
+  if ((__s32)(seq - r->start[i]) < 0)
+    r->start[i] = seq;
+  if ((__s32)(end - r->end[i]) > 0)
+    r->end[i] = end;
 }
 
 /* read_end: the sequence number after the data whose receive time is
- * measured. True when that data lies at or below the out-of-order range
- * seen: it waited for the hole to be filled. */
+ * measured. True when that data arrived out of order: it ends after a
+ * range's start and not after its end. A range the reader has gone past is
+ * done with. */
+static __always_inline bool hol_in(struct nsl_hol_range *r, __u32 i,
+                                   __u32 read_end) {
+  if (!r->active[i])
+    return false;
+  if ((__s32)(read_end - r->end[i]) > 0) {
+    r->active[i] = 0;
+    return false;
+  }
+  return (__s32)(read_end - r->start[i]) > 0;
+}
+
 static __always_inline bool hol_blocked(const struct sock *sk,
                                         __u32 read_end) {
   const struct tcp_sock *tp = (const void *)sk;
-  __u32 n = BPF_CORE_READ(tp, rcv_ooopack);
-  if (!n) /* never a hole on this socket: no storage either */
+  /* Never out of order on this socket (5.4+): no storage either. */
+  if (!BPF_CORE_READ(tp, rcv_ooopack))
     return false;
-  struct nsl_hol_range *r = bpf_sk_storage_get(
-      &netstacklat_hol_range, (void *)sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
-  if (!r) /* cannot tell: leave it out rather than count a blocked read */
-    return true;
-  if (r->ooopack != n) {
-    /* New out-of-order data since the last read. */
-    r->ooopack = n;
-    r->ooo_end = ooo_end_now(tp);
-    r->active = 1;
-  }
-  if (!r->active)
+  struct nsl_hol_range *r =
+      bpf_sk_storage_get(&netstacklat_hol_range, (void *)sk, NULL, 0);
+  if (!r)
     return false;
-  if ((__s32)(read_end - r->ooo_end) > 0) {
-    r->active = 0; /* the reader is past the range: done until the next */
-    return false;
-  }
-  return true;
+  bool b0 = hol_in(r, 0, read_end);
+  bool b1 = hol_in(r, 1, read_end);
+  return b0 || b1;
 }
 
 /* ===================================================== ip_start */
@@ -855,6 +884,22 @@ int BPF_KPROBE(tcp_start_kprobe_v4, struct sk_buff *skb) {
 SEC("kprobe/tcp_v6_rcv")
 int BPF_KPROBE(tcp_start_kprobe_v6, struct sk_buff *skb) {
   packet_hook(NSL_TCP_START, skb, BPF_CORE_READ(skb, skb_iif), true);
+  return 0;
+}
+
+/* tcp_socket_read with IncludeHOLBlocked false: the out-of-order arrivals
+ * (hol_arrival()), in the flavour of the read program. */
+SEC("fentry/tcp_rcv_established")
+int BPF_PROG(hol_arrival_fentry, struct sock *sk, struct sk_buff *skb) {
+  if (!targ_include_hol)
+    hol_arrival(sk, skb);
+  return 0;
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(hol_arrival_tp, struct sock *sk, struct sk_buff *skb) {
+  if (!targ_include_hol)
+    hol_arrival(sk, skb);
   return 0;
 }
 

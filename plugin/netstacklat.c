@@ -100,6 +100,13 @@ static const struct hook_def hook_defs[NSL_NHOOKS] = {
      {P(tcp_read_fentry), P(tcp_read_tp), P(tcp_read_kprobe)}},
     {"udp_socket_read", {P(udp_read_fentry), P(udp_read_kprobe)}},
 };
+/* tcp_socket_read with IncludeHOLBlocked false: each flavour's read
+ * program with the program that follows out-of-order arrivals on the
+ * receive path; kprobe programs cannot have socket storage (refused). */
+static const struct hook_def tcp_read_hol_def = {
+    "tcp_socket_read",
+    {P(tcp_read_fentry), P(hol_arrival_fentry), P(tcp_read_tp),
+     P(hol_arrival_tp), P(tcp_read_kprobe)}};
 #undef P
 
 #define MAX_PERCENTILES 16
@@ -946,6 +953,8 @@ static int netstacklat_init(void) {
   for (int h = 0; h < NSL_NHOOKS; h++) {
     hooks[h] = (struct hook_state){.def = &hook_defs[h],
                                    .wanted = cfg.hook_on[h]};
+    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol)
+      hooks[h].def = &tcp_read_hol_def;
     if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol)
       hooks[h].refuse[FLAVOUR_KPROBE] =
           "not with IncludeHOLBlocked false (it needs socket storage, "

@@ -1,7 +1,7 @@
 /* TCP reads behind a hole, for the IncludeHOLBlocked tests (integration
  * test test_netstacklat and the VM matrix):
  *
- *   holtraffic IFACE ADDR PORT N_BEFORE N_AFTER N_LATE HOLD_MS
+ *   holtraffic IFACE ADDR PORT N_BEFORE N_AFTER N_LATE HOLD_MS [LAG_MS]
  *
  * Attaches tests/helpers/hol_drop.bpf.c to IFACE in generic XDP mode (the
  * device the connection to ADDR arrives by: lo for a local address; the
@@ -14,12 +14,31 @@
  *      in the out-of-order queue until a retransmission fills the hole;
  *   3. once all of that was read, N_LATE messages as in 1.
  *
- * The parent accepts and reads with SO_TIMESTAMPNS: each read's latency is
- * the time of its return minus the kernel's receive timestamp of the last
- * skb it read (what tcp_socket_read measures, told by the kernel itself).
- * A read is "slow" when that latency is at least HOLD_MS / 2. Prints
+ * The parent accepts and reads one message per read, with SO_TIMESTAMPNS:
+ * each read's latency is the time of its return minus the kernel's receive
+ * timestamp of the skb it read (what tcp_socket_read measures, told by the
+ * kernel itself). A read is "slow" when that latency is at least
+ * HOLD_MS / 2.
+ *
+ * With LAG_MS, a reader that lags: the N_BEFORE messages are sent 2 ms
+ * apart without waiting for their reads, LAG_MS later the lost one and
+ * N_AFTER, and the reader reads nothing until all of them are in order in
+ * its receive queue (the hole filled and merged), then one message per
+ * read. The data before the hole then waited LAG_MS longer than the data
+ * behind it, for the reader only. Prints
  *
  *   reads=R fast=F slow=S unstamped=U max_ms=X drops=D ofo=O retrans=T
+ *   before=B hole=H behind=A late=L behind_min_ms=X behind_max_ms=Y
+ *   skbs=K skbs_behind=M
+ *
+ * before, hole, behind, late: the reads of a message sent before the lost
+ * one, of the lost one, of those sent behind it (they waited behind the
+ * hole), of the late ones; behind_*_ms: the latency range of the reads
+ * behind the hole; skbs: the skbs read (the kernel merges adjacent
+ * segments that wait in a queue into one skb, with the newest receive
+ * time: consecutive reads with the same kernel timestamp read one skb),
+ * skbs_behind: those whose data ends behind the hole (what a per-skb hook
+ * sees).
  *
  * drops: the segments the XDP program lost; ofo, retrans: this network
  * namespace's TcpExt TCPOFOQueue and Tcp RetransSegs over the run (the
@@ -35,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,7 +154,7 @@ static void wait_read(int fd, unsigned long want) {
 }
 
 static void sender(const char *addr, int port, int n_before, int n_after,
-                   int n_late, int tokens) {
+                   int n_late, int tokens, long lag_ms) {
   struct sockaddr_storage ss;
   socklen_t len = make_addr(addr, port, &ss);
   int c = socket(ss.ss_family, SOCK_STREAM, 0);
@@ -148,9 +168,12 @@ static void sender(const char *addr, int port, int n_before, int n_after,
     memset(buf, 'b', sizeof(buf));
     if (send(c, buf, sizeof(buf), 0) != sizeof(buf))
       die("send");
-    wait_read(tokens, sent += MSG);
+    sent += MSG;
+    if (!lag_ms)
+      wait_read(tokens, sent);
     sleep_ms(2);
   }
+  sleep_ms(lag_ms);
   for (int i = 0; i <= n_after; i++) { /* the lost one, then n_after */
     memset(buf, i ? 'a' : 'h', sizeof(buf));
     if (send(c, buf, sizeof(buf), 0) != sizeof(buf))
@@ -171,15 +194,16 @@ static void sender(const char *addr, int port, int n_before, int n_after,
 }
 
 int main(int argc, char **argv) {
-  if (argc != 8) {
+  if (argc != 8 && argc != 9) {
     fprintf(stderr, "usage: holtraffic IFACE ADDR PORT N_BEFORE N_AFTER "
-                    "N_LATE HOLD_MS\n");
+                    "N_LATE HOLD_MS [LAG_MS]\n");
     return 2;
   }
   const char *dev = argv[1], *addr = argv[2];
   int port = atoi(argv[3]), n_before = atoi(argv[4]),
       n_after = atoi(argv[5]), n_late = atoi(argv[6]);
   long hold_ms = atol(argv[7]);
+  long lag_ms = argc == 9 ? atol(argv[8]) : 0;
   signal(SIGPIPE, SIG_IGN); /* a sender that died shows as missing bytes */
   int ifindex = (int)if_nametoindex(dev);
   if (!ifindex)
@@ -241,7 +265,7 @@ int main(int argc, char **argv) {
     die("fork");
   if (child == 0) {
     close(pipefd[1]);
-    sender(addr, port, n_before, n_after, n_late, pipefd[0]);
+    sender(addr, port, n_before, n_after, n_late, pipefd[0], lag_ms);
   }
   close(pipefd[0]);
   int c = accept(ls, NULL, NULL);
@@ -253,11 +277,25 @@ int main(int argc, char **argv) {
   unsigned long want = (unsigned long)(n_before + 1 + n_after + n_late) * MSG;
   unsigned long got = 0;
   int reads = 0, fast = 0, slow = 0, unstamped = 0;
-  double max_ms = 0;
+  int before = 0, hole = 0, behind = 0, late = 0, skbs = 0, skbs_behind = 0;
+  struct timespec last_ts = {-1, 0};
+  char last_class = 0;
+  double max_ms = 0, behind_min = -1, behind_max = -1;
   static char buf[1 << 16];
+  if (lag_ms) {
+    /* Until everything up to the late messages is in order in the
+     * receive queue: the hole is filled and the queue merged. */
+    int inq = 0, want_inq = (n_before + 1 + n_after) * MSG;
+    for (int i = 0; i < 30000 && inq < want_inq; i++) {
+      if (ioctl(c, FIONREAD, &inq))
+        die("FIONREAD");
+      if (inq < want_inq)
+        sleep_ms(1);
+    }
+  }
   while (got < want) {
     char ctrl[256];
-    struct iovec iov = {buf, sizeof(buf)};
+    struct iovec iov = {buf, MSG};
     struct msghdr m = {.msg_iov = &iov,
                        .msg_iovlen = 1,
                        .msg_control = ctrl,
@@ -269,12 +307,19 @@ int main(int argc, char **argv) {
     reads++;
     got += (unsigned long)n;
     double ms = -1;
+    struct timespec ts = {-2, 0};
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
       if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
-        struct timespec ts;
         memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
         ms = (t - (ts.tv_sec + ts.tv_nsec / 1e9)) * 1e3;
       }
+    if (ts.tv_sec != last_ts.tv_sec || ts.tv_nsec != last_ts.tv_nsec) {
+      /* A new skb: the previous one ended with the previous read. */
+      skbs++;
+      skbs_behind += last_class == 'a';
+      last_ts = ts;
+    }
+    last_class = buf[n - 1];
     if (ms < 0)
       unstamped++;
     else if (ms >= hold_ms / 2.0)
@@ -283,12 +328,30 @@ int main(int argc, char **argv) {
       fast++;
     if (ms > max_ms)
       max_ms = ms;
+    switch (buf[n - 1]) {
+    case 'b':
+      before++;
+      break;
+    case 'h':
+      hole++;
+      break;
+    case 'a':
+      behind++;
+      if (behind_min < 0 || ms < behind_min)
+        behind_min = ms;
+      if (ms > behind_max)
+        behind_max = ms;
+      break;
+    default:
+      late++;
+    }
     if (getenv("HOL_VERBOSE"))
-      fprintf(stderr, "read %d: %zd bytes at %.3f, latency %.3f ms\n", reads,
-              n, t, ms);
+      fprintf(stderr, "read %d: %zd bytes ending '%c' at %.3f, latency %.3f ms\n",
+              reads, n, buf[n - 1], t, ms);
     if (write(pipefd[1], &got, sizeof(got)) != sizeof(got))
       die("pipe write");
   }
+  skbs_behind += last_class == 'a';
   int st = 0;
   waitpid(child, &st, 0);
   close(c);
@@ -302,10 +365,12 @@ int main(int argc, char **argv) {
   long long ofo1 = kcounter("/proc/net/netstat", "TcpExt:", "TCPOFOQueue");
   long long rtx1 = kcounter("/proc/net/snmp", "Tcp:", "RetransSegs");
   printf("reads=%d fast=%d slow=%d unstamped=%d max_ms=%.1f drops=%llu "
-         "ofo=%lld retrans=%lld bytes=%lu\n",
+         "ofo=%lld retrans=%lld bytes=%lu before=%d hole=%d behind=%d "
+         "late=%d behind_min_ms=%.1f behind_max_ms=%.1f",
          reads, fast, slow, unstamped, max_ms,
          (unsigned long long)skel->bss->dropped, ofo1 - ofo0, rtx1 - rtx0,
-         got);
+         got, before, hole, behind, late, behind_min, behind_max);
+  printf(" skbs=%d skbs_behind=%d\n", skbs, skbs_behind);
   hol_drop_bpf__destroy(skel);
   return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
