@@ -135,6 +135,7 @@ $(BUILD)/plugin/loader.o: $(BUILD)/bpf/probe.skel.h
 $(BUILD)/plugin/netstacklat.o: $(BUILD)/bpf/netstacklat_outliers.skel.h \
 	$(BUILD)/bpf/netstacklat_sampled.skel.h
 $(BUILD)/plugin/tcp_window.o: $(BUILD)/bpf/tcp_window_iter.skel.h
+$(BUILD)/plugin/owners.o: $(BUILD)/bpf/owners_iter.skel.h
 
 $(PLUGIN_SO): $(PLUGIN_OBJS)
 	$(call msg,LINK,$@)
@@ -181,6 +182,11 @@ $(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_c
 
 $(BUILD)/tests/nsl_outliers_test: tests/unit/nsl_outliers_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/nsl_outliers.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
+
+$(BUILD)/tests/owners_test: tests/unit/owners_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/owners.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
@@ -282,8 +288,9 @@ clean:
 # Measurements for docs/tcp_window.md (not part of `make check`).
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
-		$(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
+		$(BUILD)/plugin/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
+		$(BUILD)/plugin/owners.o \
 		-o $@ -lbpf -lelf -lz -lm

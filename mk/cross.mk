@@ -39,6 +39,6 @@ $(SYSROOT_STAMP):
 		$(SYSROOT_RELEASE) $(SYSROOT).tmp $(DEBIAN_MIRROR) > $(dir $(SYSROOT))sysroot-$(ARCH).log 2>&1 || \
 		{ tail -n 20 $(dir $(SYSROOT))sysroot-$(ARCH).log; exit 1; }
 	$(Q)touch $(SYSROOT).tmp/.collectd-ebpf-sysroot && mv $(SYSROOT).tmp $(SYSROOT)
-$(PLUGIN_OBJS) $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify: | $(SYSROOT_STAMP)
+$(PLUGIN_OBJS) $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/tests/owners_test $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify: | $(SYSROOT_STAMP)
 endif
 endif

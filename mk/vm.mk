@@ -35,10 +35,10 @@ VM_TOOLS := $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify
 VM_ARCHES ?= x86_64 aarch64
 VM_CROSS := $(if $(filter x86_64,$(HOST_ARCH)),$(if $(or $(filter aarch64,$(VM_ARCHES)),$(filter %-arm64,$(VM_KERNELS))),aarch64))
 .PHONY: vm-tools $(VM_CROSS:%=vm-tools-%)
-vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%)
+vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/tests/owners_test $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%)
 $(VM_CROSS:%=vm-tools-%): vm-tools-%:
 	$(Q)$(MAKE) --no-print-directory ARCH=$* BUILD=$(BUILD)/$* $(addprefix $(BUILD)/$*/,ebpf.so \
-		tests/loader_check tests/holtraffic vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)
+		tests/loader_check tests/holtraffic tests/owners_test vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)
 
 check-vm: deps vm-tools
 	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_ARCHES="$(VM_ARCHES)" VM_KVM=$(VM_KVM) VM_NOBTF=$(VM_NOBTF) tests/vm/run-matrix

@@ -8,6 +8,7 @@
 #include "netns.h"
 #include "tcp_window.h"
 #include "tcp_window.skel.h"
+#include "owners.h"
 #include "tcp_window_iter.skel.h"
 #include "tcp_window_parse.h"
 
@@ -557,6 +558,9 @@ struct st_entry {
 struct st_cand {
   struct diag_sock s;
   int32_t pid;
+  bool described;              /* comm and cgroup set (by owners_find) */
+  char comm[17];
+  char cgroup[EBPF_NAME_LEN];
 };
 
 static struct {
@@ -711,6 +715,44 @@ static size_t st_owners(struct st_cand *c, size_t n) {
   return looked;
 }
 
+/* The owners by the BPF task_file iterator (plugin/owners.c), where it
+ * loads: host pids, the cgroup's full path from the kernel, no cap on the
+ * descriptors looked at. Else the /proc scan below. */
+static void st_owners_cb(const struct owner *o, void *arg) {
+  struct st_cand *c = arg;
+  for (size_t i = 0; i < st.ncand; i++) {
+    if (c[i].s.inode != o->inode || c[i].pid)
+      continue;
+    c[i].pid = o->pid;
+    memcpy(c[i].comm, o->comm, sizeof(c[i].comm));
+    const char *path = o->cgroup;
+    while (*path == '/')
+      path++;
+    instance_from_path(*path ? path : "root", c[i].cgroup);
+    c[i].described = true;
+  }
+}
+
+static void st_find_owners(struct st_cand *c, size_t n) {
+  if (!owners_ready()) {
+    st_owners(c, n);
+    return;
+  }
+  uint64_t *inodes = malloc((n ? n : 1) * sizeof(*inodes));
+  if (!inodes)
+    return;
+  for (size_t i = 0; i < n; i++)
+    inodes[i] = c[i].s.inode;
+  int r = owners_find(inodes, n, st_owners_cb, c);
+  free(inodes);
+  if (r < 0) {
+    E_NOTICE(FEATURE ": the owners of stalled receivers could not be looked "
+             "up by the BPF iterator (%s): /proc this time.",
+             ERRSTR(r));
+    st_owners(c, n);
+  }
+}
+
 /* A small /proc/<pid>/<name> file into buf; its length, or -1. */
 static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
                             size_t len) {
@@ -854,7 +896,7 @@ static void st_commit(void) {
         st.cap = cap;
       }
     }
-    st_owners(st.cand, st.ncand);
+    st_find_owners(st.cand, st.ncand);
     /* By owner, so that one process's sockets share one look at its
      * comm and cgroup. */
     qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_pid_cmp);
@@ -870,7 +912,10 @@ static void st_commit(void) {
                              .pid = st.cand[i].pid};
       st_addr(e->local, s->family, s->src, s->sport);
       st_addr(e->remote, s->family, s->dst, s->dport);
-      if (i && e->pid > 0 && e[-1].pid == e->pid) {
+      if (st.cand[i].described) {
+        memcpy(e->comm, st.cand[i].comm, sizeof(e->comm));
+        memcpy(e->cgroup, st.cand[i].cgroup, sizeof(e->cgroup));
+      } else if (i && e->pid > 0 && e[-1].pid == e->pid) {
         memcpy(e->comm, e[-1].comm, sizeof(e->comm));
         memcpy(e->cgroup, e[-1].cgroup, sizeof(e->cgroup));
       } else {
@@ -892,6 +937,7 @@ static void st_commit(void) {
 }
 
 static void st_free(void) {
+  owners_free();
   free(st.e);
   free(st.index);
   free(st.cand);
@@ -900,6 +946,19 @@ static void st_free(void) {
 
 static int st_init(void) {
   st_free();
+  char why[256];
+  if (getenv("EBPF_TEST_OWNERS") && !strcmp(getenv("EBPF_TEST_OWNERS"), "proc"))
+    snprintf(why, sizeof(why), "forced by EBPF_TEST_OWNERS=proc");
+  if ((getenv("EBPF_TEST_OWNERS") && !strcmp(getenv("EBPF_TEST_OWNERS"), "proc")) ||
+      owners_init(why, sizeof(why)) != 0)
+    E_INFO(FEATURE ": stalled receivers' owners are looked up in /proc (the "
+           "BPF task_file iterator failed to %s): pids and cgroups as "
+           "collectd's namespaces show them, at most %d descriptors looked "
+           "at per read.",
+           why, OWNER_SCAN_MAX_FDS);
+  else
+    E_INFO(FEATURE ": stalled receivers' owners are found by a BPF "
+           "iterator (iter/task_file): host pids and full cgroup paths.");
   st.index_size = 16;
   while (st.index_size < 2 * st_track_max)
     st.index_size *= 2;

@@ -510,6 +510,9 @@ DEF_TEST(bounded_tracking) {
 
 int main(void) {
   tl_prog = "tcp_window_diag_test";
+  /* The owners by the /proc scan, whose cap these cases test (the BPF
+   * iterator way: tests/unit/owners_test.c and test_tcp_window). */
+  setenv("EBPF_TEST_OWNERS", "proc", 1);
   RUN_TEST(late_replies_of_an_earlier_request);
   RUN_TEST(interrupted_dump_is_retried_once);
   RUN_TEST(interrupted_twice_dispatches_nothing);
