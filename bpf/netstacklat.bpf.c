@@ -722,6 +722,32 @@ static __always_inline bool is_proto(const struct sock *sk, __u16 proto) {
  * The receive path holds the socket lock; tcp_recv_timestamp runs after
  * release_sock(), so a read may race with an arrival and see a range half
  * written: at worst one read is counted or left out wrongly. */
+/* An out-of-order arrival [seq, end) on a socket whose newest hole's range
+ * is k. empty: the out-of-order queue was empty, so this opens a new hole,
+ * with a range of its own unless both are still to be read (then it joins
+ * the newest). */
+static __always_inline void hol_arrive_at(struct nsl_hol_range *r, const int k,
+                                          __u32 seq, __u32 end, bool empty) {
+  const int o = 1 - k;
+  if (empty && r->active[k] && !r->active[o]) {
+    r->start[o] = seq;
+    r->end[o] = end;
+    r->active[o] = 1;
+    r->cur = o;
+    return;
+  }
+  if (!r->active[k]) {
+    r->start[k] = seq;
+    r->end[k] = end;
+    r->active[k] = 1;
+    return;
+  }
+  if ((__s32)(seq - r->start[k]) < 0)
+    r->start[k] = seq;
+  if ((__s32)(end - r->end[k]) > 0)
+    r->end[k] = end;
+}
+
 static __always_inline void hol_arrival(const struct sock *sk,
                                         const struct sk_buff *skb) {
   const struct tcp_skb_cb *cb = (const void *)&skb->cb[0];
@@ -735,31 +761,13 @@ static __always_inline void hol_arrival(const struct sock *sk,
       &netstacklat_hol_range, (void *)sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
   if (!r) /* no memory: this hole's reads will be counted */
     return;
-  __u32 i = r->cur & 1;
-  if (!BPF_CORE_READ(tp, out_of_order_queue.rb_node)) {
-    /* The queue is empty: a new hole. Its own range, unless both are
-     * still to be read; then it joins the newest. */
-    if (r->active[i])
-      i ^= 1;
-    if (!r->active[i]) {
-      r->start[i] = seq;
-      r->end[i] = end;
-      r->active[i] = 1;
-      r->cur = i;
-      return;
-    }
-    i ^= 1;
-  }
-  if (!r->active[i]) {
-    r->start[i] = seq;
-    r->end[i] = end;
-    r->active[i] = 1;
-    return;
-  }
-  if ((__s32)(seq - r->start[i]) < 0)
-    r->start[i] = seq;
-  if ((__s32)(end - r->end[i]) > 0)
-    r->end[i] = end;
+  /* Constant indices only: the 6.1 verifier loses the bounds of a
+   * variable one. */
+  bool empty = !BPF_CORE_READ(tp, out_of_order_queue.rb_node);
+  if (r->cur & 1)
+    hol_arrive_at(r, 1, seq, end, empty);
+  else
+    hol_arrive_at(r, 0, seq, end, empty);
 }
 
 /* read_end: the sequence number after the data whose receive time is
