@@ -28,14 +28,20 @@ struct {
 } owners_want SEC(".maps");
 
 /* kernfs_node's parent was "parent" before 6.15 ("__parent" since, under
- * RCU): CO-RE picks the one the running kernel has. */
+ * RCU): CO-RE picks the one the running kernel has. Both spelt here, so
+ * that either vmlinux.h we build with will do. */
 struct kernfs_node___old {
   struct kernfs_node *parent;
 } __attribute__((preserve_access_index));
 
+struct kernfs_node___new {
+  struct kernfs_node *__parent;
+} __attribute__((preserve_access_index));
+
 static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn) {
-  if (bpf_core_field_exists(kn->__parent))
-    return BPF_CORE_READ(kn, __parent);
+  struct kernfs_node___new *n = (void *)kn;
+  if (bpf_core_field_exists(n->__parent))
+    return BPF_CORE_READ(n, __parent);
   return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
 }
 
