@@ -190,6 +190,11 @@ $(BUILD)/tests/owners_test: tests/unit/owners_test.c tests/unit/mock_collectd.c 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
+$(BUILD)/tests/nsl_slots_test: tests/unit/nsl_slots_test.c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/nsl_slots.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
+
 $(BUILD)/tests/pressure_test: tests/unit/pressure_test.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/pressure.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)

@@ -27,6 +27,18 @@ struct {
   __type(value, __u8);
 } owners_want SEC(".maps");
 
+/* A name's block: off the stack (512 bytes is all a program has). */
+struct owners_name {
+  char s[OWNERS_NAME_MAX];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct owners_name);
+} owners_scratch SEC(".maps");
+
 /* kernfs_node's parent was "parent" before 6.15 ("__parent" since, under
  * RCU): CO-RE picks the one the running kernel has. Both spelt here, so
  * that either vmlinux.h we build with will do. */
@@ -58,6 +70,10 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
   if (!bpf_map_lookup_elem(&owners_want, &inum))
     return 0;
 
+  __u32 zero = 0;
+  struct owners_name *nm = bpf_map_lookup_elem(&owners_scratch, &zero);
+  if (!nm) /* never: a one-entry array; checked before anything is written */
+    return 0;
   struct owners_rec r = {};
   r.inode = inum;
   r.tgid = task->tgid;
@@ -71,10 +87,16 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
   bpf_probe_read_kernel_str(r.comm, sizeof(r.comm), task->comm);
   struct kernfs_node *kn = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn);
   r.cgid = BPF_CORE_READ(kn, id);
-  /* Count the levels below the root first: the header goes first. */
+  /* The levels below the root first (the header goes first), with their
+   * nodes. Unrolled: verifiers before 6.x refuse a back-edge here ("back-
+   * edge from insn"), seen on 5.10 and 6.1. */
+  struct kernfs_node *lv[OWNERS_DEPTH_MAX] = {};
   struct kernfs_node *k = kn;
   __u16 depth = 0;
-  for (int i = 0; i < OWNERS_DEPTH_MAX + 1 && k; i++) {
+#pragma clang loop unroll(full)
+  for (int i = 0; i < OWNERS_DEPTH_MAX + 1; i++) {
+    if (!k)
+      break;
     struct kernfs_node *p = kn_parent(k);
     if (!p)
       break;
@@ -82,24 +104,21 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
       r.truncated = 1;
       break;
     }
+    lv[i] = k;
     depth++;
     k = p;
   }
   r.depth = depth;
   bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
-  /* Exactly depth blocks, as the header says (an empty name if the tree
-   * changed under us). */
-  char name[OWNERS_NAME_MAX];
-  k = kn;
+  /* OWNERS_DEPTH_MAX blocks, the first depth of them the names (a fixed
+   * count unrolls; a name is read up to its NUL, and what follows it in
+   * the block is left from a longer one). */
+#pragma clang loop unroll(full)
   for (int i = 0; i < OWNERS_DEPTH_MAX; i++) {
-    if (i >= depth)
-      break;
-    __builtin_memset(name, 0, sizeof(name));
-    if (k) {
-      bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(k, name));
-      k = kn_parent(k);
-    }
-    bpf_seq_write(ctx->meta->seq, name, sizeof(name));
+    nm->s[0] = 0;
+    if (i < depth)
+      bpf_probe_read_kernel_str(nm->s, sizeof(nm->s), BPF_CORE_READ(lv[i], name));
+    bpf_seq_write(ctx->meta->seq, nm->s, sizeof(nm->s));
   }
   return 0;
 }

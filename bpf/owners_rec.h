@@ -12,9 +12,10 @@
 #define OWNERS_NAME_MAX 256  /* a cgroup directory name, with its NUL */
 
 /* One record per file of a process that is a socket user space looks for:
- * this header, then `depth` blocks of OWNERS_NAME_MAX bytes, the names of
- * the process's cgroup2 directories from the leaf up to (not including)
- * the root; `truncated` when the cgroup is deeper than OWNERS_DEPTH_MAX. */
+ * this header, then OWNERS_DEPTH_MAX blocks of OWNERS_NAME_MAX bytes, the
+ * first `depth` of them the names of the process's cgroup2 directories
+ * from the leaf up to (not including) the root, each up to its NUL;
+ * `truncated` when the cgroup is deeper than OWNERS_DEPTH_MAX. */
 struct owners_rec {
   __u64 inode;  /* the socket's inode number */
   __u64 cgid;   /* the cgroup2 id (its kernfs id) */

@@ -11,6 +11,7 @@
 #include "netns.h"
 #include "netstacklat.h"
 #include "nsl_outliers.h"
+#include "nsl_slots.h"
 #include "netstacklat.skel.h"
 #include "netstacklat_outliers.skel.h"
 #include "netstacklat_sampled.skel.h"
@@ -374,34 +375,11 @@ static uint64_t anc_ids[NSL_CG_ANC_MAX];
  * kernel walks up from the socket's cgroup, so the deepest come first. */
 static size_t anc_path[NSL_CG_ANC_MAX];
 static struct cgroup_filter cg_marks; /* the configured cgroups marked */
-struct cg_slot {
-  uint64_t id; /* the cgroup; 0: free */
-  uint32_t ipos; /* its entry in the group index */
-  /* When it was freed (read number, monotonic seconds): a freed slot waits
-   * a grace period before it is given again (cg_slot_free_one()). */
-  uint32_t freed_read;
-  double freed_at;
-};
-/* read_grouped() calls so far, and the time of the current one. */
-static uint32_t grouped_reads;
-static double grouped_now;
-static struct cg_slot *cg_slots; /* MaxGroups, with GroupBy cgroup */
-/* GroupBy cgroup: what is in the group index (netstacklat_cgroup_index), by
- * position: the cgroup id, 0 when empty. cg_index_size is a power of two. */
-static uint64_t *cg_index;
-static __u32 cg_index_size;
-/* The slots in use, sorted by cgroup id (looked up for every group every
- * interval: MaxGroups may be 65536), and where to look for a free one. */
-struct cg_slot_ref {
-  uint64_t id;
-  uint32_t slot;
-};
-static struct cg_slot_ref *cg_used;
-static size_t ncg_used;
-static long long cg_free_hint;
+/* GroupBy cgroup: the slots and the group index (plugin/nsl_slots.c);
+ * cgslots.slot is NULL without GroupBy cgroup. */
+static struct nsl_slots cgslots;
 static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
 static int cmp_u64(const void *a, const void *b);
-static long long cg_slot_of(uint64_t id);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
 static size_t groups_shared; /* groups named with their hash (last read) */
 
@@ -671,12 +649,12 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
     skel->rodata->targ_hook_pos[h] = hook_pos[h];
   }
   skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
-  if (cg_slots && nwanted_pos) {
+  if (cgslots.slot && nwanted_pos) {
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
                              (__u32)cfg.max_groups * nwanted_pos);
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
-                             cg_index_size);
-    skel->rodata->targ_cg_index_mask = cg_index_size - 1;
+                             cgslots.index_size);
+    skel->rodata->targ_cg_index_mask = cgslots.index_size - 1;
     /* The slots are preallocated; the group table then holds each
      * group's events before its slot: allocated as they come, so the two
      * together stay near the memory of the table alone. Only where
@@ -698,7 +676,13 @@ static int nsl_load(void *ctx) {
       hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
   skel->rodata->targ_udp_enqueued_tp =
       hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
-  return netstacklat_bpf__load(skel);
+  int err = netstacklat_bpf__load(skel);
+  if (!err && cgslots.slot)
+    nsl_slots_bind(&cgslots,
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_index), ncpus,
+                   nwanted_pos);
+  return err;
 }
 
 static void nsl_destroy(void *ctx) {
@@ -1037,20 +1021,15 @@ static int netstacklat_init(void) {
           return -EINVAL;
         }
       }
-      cg_index_size = 1;
-      while (cg_index_size < want)
-        cg_index_size <<= 1;
-      cg_slots = calloc((size_t)cfg.max_groups, sizeof(*cg_slots));
-      cg_used = calloc((size_t)cfg.max_groups, sizeof(*cg_used));
-      cg_index = calloc(cg_index_size, sizeof(*cg_index));
-      ncg_used = 0;
-      cg_free_hint = 0;
-      if (!cg_slots || !cg_used || !cg_index)
+      __u32 isize = 1;
+      while (isize < want)
+        isize <<= 1;
+      if (nsl_slots_alloc(&cgslots, cfg.max_groups, isize))
         return -ENOMEM;
       E_INFO("netstacklat: GroupBy cgroup: %lld slots (MaxGroups), found "
              "through a group index of %u entries (array lookups, no "
              "helper call).",
-             cfg.max_groups, cg_index_size);
+             cfg.max_groups, isize);
     }
   }
   if (cfg.ncgroups) {
@@ -1244,194 +1223,15 @@ static bool group_name(const struct nsl_group_key *k,
 
 /* -------------------------------------------- GroupBy cgroup, slots */
 
-/* Write a slot's rows (every loaded hook): zero counts, the given owner
- * (the cgroup id's low bits; 0: free) on every CPU. */
-static int cg_slot_reset(long long slot, uint64_t id) {
-  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
-  struct nsl_slot_hist *v = calloc((size_t)ncpus, sizeof(*v));
-  if (!v)
-    return -ENOMEM;
-  for (int c = 0; c < ncpus; c++)
-    v[c].owner = id & NSL_SLOT_ID_MASK;
-  int err = 0;
-  for (__u32 p = 0; p < nwanted_pos && !err; p++) {
-    __u32 i = (__u32)slot * nwanted_pos + p;
-    if (bpf_map_update_elem(fd, &i, v, BPF_ANY))
-      err = -errno;
-  }
-  free(v);
-  return err;
-}
-
-/* Position of id in cg_used, or where it would go. */
-static size_t cg_used_pos(uint64_t id) {
-  size_t lo = 0, hi = ncg_used;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cg_used[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static long long cg_slot_of(uint64_t id) {
-  size_t p = cg_used_pos(id);
-  return p < ncg_used && cg_used[p].id == id ? (long long)cg_used[p].slot
-                                             : -1;
-}
-
-static void cg_slot_set(long long i, uint64_t id) {
-  uint64_t old = cg_slots[i].id;
-  cg_slots[i].id = id;
-  if (old) {
-    size_t p = cg_used_pos(old);
-    memmove(&cg_used[p], &cg_used[p + 1],
-            (ncg_used - p - 1) * sizeof(*cg_used));
-    ncg_used--;
-  }
-  if (id) {
-    size_t p = cg_used_pos(id);
-    memmove(&cg_used[p + 1], &cg_used[p], (ncg_used - p) * sizeof(*cg_used));
-    cg_used[p] = (struct cg_slot_ref){id, (uint32_t)i};
-    ncg_used++;
-  }
-}
-
-/* The lowest free slot: slots stay packed at the bottom, so the batched
- * read (cg_slots_merge) covers about the live groups, not MaxGroups.
- * cg_free_hint: no slot below it is free.
- *
- * A freed slot is given again only from a later read and at least
- * CG_SLOT_GRACE_S after it was freed. The BPF side finds a slot through
- * the group index, checks its owner, then adds to it: a program that
- * checked just before user space cleared the index entry can still write
- * to the slot, and its non-atomic add can write the old owner's values
- * back over a zeroed row. A program runs for microseconds (even a
- * preempted one is done long before a second has passed), and the slot is
- * zeroed again when it is given (cg_slot_give()), after the grace period:
- * such a late write is wiped, never counted to the next cgroup. */
-#define CG_SLOT_GRACE_S 1.0
-static bool cg_slot_in_grace(long long i) {
-  return cg_slots[i].freed_at > 0 &&
-         (cg_slots[i].freed_read == grouped_reads ||
-          grouped_now - cg_slots[i].freed_at < CG_SLOT_GRACE_S);
-}
-
-static long long cg_slot_free_one(void) {
-  long long waiting = -1; /* the lowest free slot still in grace */
-  for (long long i = cg_free_hint; i < cfg.max_groups; i++) {
-    if (cg_slots[i].id)
-      continue;
-    if (cg_slot_in_grace(i)) {
-      if (waiting < 0)
-        waiting = i;
-      continue;
-    }
-    cg_free_hint = waiting >= 0 ? waiting : i + 1;
-    return i;
-  }
-  if (waiting >= 0) {
-    cg_free_hint = waiting;
-    return -2;
-  }
-  return -1;
-}
-
-/* Write the group index entry at pos: id with 1 + slot, or empty (id 0). */
-static int cg_index_write(uint32_t pos, uint64_t id, long long slot) {
-  struct nsl_cg_index e = {.id = id, .slot = id ? (__u32)slot + 1 : 0};
-  if (bpf_map_update_elem(bpf_map__fd(skel->maps.netstacklat_cgroup_index),
-                          &pos, &e, BPF_ANY))
-    return -errno;
-  cg_index[pos] = id;
-  return 0;
-}
-
-/* A free position for id in the group index (where the kernel looks: its
- * hash position and the next), or -1. */
-static long long cg_index_free_pos(uint64_t id) {
-  uint32_t mask = cg_index_size - 1;
-  uint32_t pos = nsl_cg_index_pos(id, mask);
-  if (!cg_index[pos])
-    return pos;
-  pos = (pos + 1) & mask;
-  return cg_index[pos] ? -1 : (long long)pos;
-}
-
-/* The cgroup is gone: its slot is free for another, from zero. Its index
- * entry goes first, so that no event finds the slot through it once the
- * slot is another's. */
-static void cg_slot_free(uint64_t id) {
-  long long i = cg_slot_of(id);
-  if (i < 0)
-    return;
-  if (cg_index_write(cg_slots[i].ipos, 0, 0)) {
-    E_WARNING("netstacklat: GroupBy cgroup: clearing the group index entry "
-              "of a removed cgroup failed: %s; its slot is not reused.",
-              ERRSTR(errno));
-    return;
-  }
-  cg_slot_set(i, 0);
-  cg_slot_reset(i, 0);
-  cg_slots[i].freed_read = grouped_reads;
-  cg_slots[i].freed_at = grouped_now;
-  if (i < cg_free_hint)
-    cg_free_hint = i;
-}
-
-/* A cgroup found in the hash (its events before it had a slot): give it a
- * free slot, zeroed and owned by it, then tell the kernel through the
- * group index (written last, so that the kernel never finds a slot not yet
- * the cgroup's). From then on its events go to the slot; the hash entry
- * stays and the two are summed. No free slot, or no free index position
- * where the kernel looks for it: it stays on the hash (and is tried again
- * next interval). */
-static void cg_slot_give(uint64_t id, const char *rel) {
-  if (!rel || cg_slot_of(id) >= 0)
-    return;
-  long long ipos = cg_index_free_pos(id);
-  if (ipos < 0) {
-    static bool told_index;
-    if (!told_index)
-      E_INFO("netstacklat: GroupBy cgroup: the group index has no free entry "
-             "where a cgroup is looked for; it is counted through the group "
-             "table (exactly, at a hash lookup per event) until one frees.");
-    told_index = true;
-    return;
-  }
-  long long i = cg_slot_free_one();
-  if (i == -2)
-    return; /* a slot frees when its grace period ends: next interval */
-  if (i < 0) {
-    static bool told;
-    if (!told)
-      E_INFO("netstacklat: GroupBy cgroup: all %lld slots (MaxGroups) are in "
-             "use; cgroups without one are counted through the group table.",
-             cfg.max_groups);
-    told = true;
-    return;
-  }
-  cg_slot_set(i, id);
-  cg_slots[i].ipos = (uint32_t)ipos;
-  if (cg_slot_reset(i, id) == 0 && cg_index_write((uint32_t)ipos, id, i) == 0)
-    return;
-  cg_slot_set(i, 0);
-  cg_slot_reset(i, 0);
-  if (i < cg_free_hint)
-    cg_free_hint = i;
-}
-
 /* Add the slots' counts to this interval's (hook, group) entries: a
  * (hook, cgroup) pair with an entry in the hash, or with any event in its
  * slot. *cur has room for n + the slots' rows. Returns the new count. */
 static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
   int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
   long long top = -1; /* the highest slot in use */
-  for (size_t u = 0; u < ncg_used; u++)
-    if ((long long)cg_used[u].slot > top)
-      top = cg_used[u].slot;
+  for (size_t u = 0; u < cgslots.nused; u++)
+    if ((long long)cgslots.used[u].slot > top)
+      top = cgslots.used[u].slot;
   if (top < 0)
     return n;
   /* One batched read of the rows up to the highest slot in use (a lookup
@@ -1458,7 +1258,7 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
   }
   size_t n0 = n;
   for (long long i = 0; v && per && i <= top; i++) {
-    if (!cg_slots[i].id)
+    if (!cgslots.slot[i].id)
       continue;
     for (__u32 h = 0; h < NSL_NHOOKS; h++) {
       if (!hooks[h].wanted || hooks[h].flavour < 0)
@@ -1476,7 +1276,7 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
       }
       for (int c = 0; c < ncpus; c++)
         per[c] = row[c].h;
-      struct group_prev e = {.key = {.group = cg_slots[i].id, .hook = h}};
+      struct group_prev e = {.key = {.group = cgslots.slot[i].id, .hook = h}};
       sum_cpus(per, &e.h);
       struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
       if (!p) {
@@ -1548,8 +1348,7 @@ static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
 
 static void read_grouped(double elapsed) {
   struct timespec now_ts;
-  grouped_reads++;
-  grouped_now = now_mono(&now_ts);
+  nsl_slots_tick(&cgslots, now_mono(&now_ts));
   int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
   size_t cap = 256, n = 0;
@@ -1619,8 +1418,8 @@ static void read_grouped(double elapsed) {
     }
   }
 
-  bool slots = cg_slots != NULL;
-  size_t room = n + (slots ? ncg_used * NSL_NHOOKS : 0);
+  bool slots = cgslots.slot != NULL;
+  size_t room = n + (slots ? cgslots.nused * NSL_NHOOKS : 0);
   struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
   /* Sort (key, index) pairs, not the ~400-byte entries. */
   struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
@@ -1701,12 +1500,12 @@ static void read_grouped(double elapsed) {
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       if (slots)
-        cg_slot_free(cur[i].key.group);
+        nsl_slot_free(&cgslots, cur[i].key.group);
       continue;
     }
-    if (slots)
-      cg_slot_give(cur[i].key.group, cgroup_tree_path(&cgroups,
-                                                       cur[i].key.group));
+    /* A cgroup still known by its path: a slot for its events. */
+    if (slots && cgroup_tree_path(&cgroups, cur[i].key.group))
+      nsl_slot_give(&cgslots, cur[i].key.group);
     group_inst(&cur[i], p, gname);
     static const struct nsl_hist zero;
     value_list_t vl;
@@ -1801,14 +1600,7 @@ static void netstacklat_shutdown(void) {
   cgroup_tree_free(&cgroups);
   cgroup_filter_free(&cg_filter);
   cgroup_filter_free(&cg_marks);
-  free(cg_slots);
-  cg_slots = NULL;
-  free(cg_used);
-  cg_used = NULL;
-  free(cg_index);
-  cg_index = NULL;
-  cg_index_size = 0;
-  ncg_used = 0;
+  nsl_slots_free(&cgslots);
   cg_storage = cg_hash = cg_anc = false;
   memset(anc_ids, 0, sizeof(anc_ids));
   cfg_free_list(cfg.cgroups);

@@ -71,7 +71,7 @@ int owners_parse(const void *buf, size_t len,
     memcpy(&r, p, sizeof(r));
     p += sizeof(r);
     if (r.depth > OWNERS_DEPTH_MAX ||
-        (size_t)(end - p) < (size_t)r.depth * OWNERS_NAME_MAX)
+        (size_t)(end - p) < (size_t)OWNERS_DEPTH_MAX * OWNERS_NAME_MAX)
       goto short_buf;
     /* The names come leaf first: put them root first. */
     size_t o = 0;
@@ -87,7 +87,7 @@ int owners_parse(const void *buf, size_t len,
     if (!o)
       path[o++] = '/';
     path[o] = 0;
-    p += (size_t)r.depth * OWNERS_NAME_MAX;
+    p += (size_t)OWNERS_DEPTH_MAX * OWNERS_NAME_MAX;
     bool dup = false;
     for (size_t i = 0; i < nseen && !dup; i++)
       dup = seen[i] == r.inode;

@@ -38,16 +38,17 @@ static size_t put_rec(char *buf, uint64_t inode, uint32_t tgid,
   snprintf(r.comm, sizeof(r.comm), "%s", comm);
   memcpy(buf, &r, sizeof(r));
   size_t o = sizeof(r);
-  for (int i = 0; i < depth; i++) {
-    memset(buf + o, 0, OWNERS_NAME_MAX);
-    snprintf(buf + o, OWNERS_NAME_MAX, "%s", leaf_up[i]);
+  for (int i = 0; i < OWNERS_DEPTH_MAX; i++) {
+    memset(buf + o, 'x', OWNERS_NAME_MAX); /* what follows a NUL is noise */
+    snprintf(buf + o, OWNERS_NAME_MAX, "%s", i < depth ? leaf_up[i] : "");
     o += OWNERS_NAME_MAX;
   }
   return o;
 }
 
 DEF_TEST(records_parsed) {
-  static char buf[8 * (sizeof(struct owners_rec) + 4 * OWNERS_NAME_MAX)];
+  static char buf[4 * (sizeof(struct owners_rec) +
+                       OWNERS_DEPTH_MAX * OWNERS_NAME_MAX)];
   const char *const k8s[] = {
       "cri-containerd-4d1f0b5a9c3e.scope",
       "kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice",
