@@ -937,12 +937,12 @@ static int netstacklat_init(void) {
   for (int h = 0; h < NSL_NHOOKS; h++) {
     hooks[h] = (struct hook_state){.def = &hook_defs[h],
                                    .wanted = cfg.hook_on[h]};
-    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol)
+    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol) {
       hooks[h].def = &tcp_read_hol_def;
-    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol)
       hooks[h].refuse[FLAVOUR_KPROBE] =
           "not with IncludeHOLBlocked false (it needs socket storage, "
           "which kprobe programs cannot use)";
+    }
     if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
         !hook_has_socket(h) && hooks[h].wanted) {
       hooks[h].wanted = false;

@@ -946,15 +946,15 @@ static void st_free(void) {
 
 static int st_init(void) {
   st_free();
-  char why[256];
-  if (getenv("EBPF_TEST_OWNERS") && !strcmp(getenv("EBPF_TEST_OWNERS"), "proc"))
-    snprintf(why, sizeof(why), "forced by EBPF_TEST_OWNERS=proc");
-  if ((getenv("EBPF_TEST_OWNERS") && !strcmp(getenv("EBPF_TEST_OWNERS"), "proc")) ||
-      owners_init(why, sizeof(why)) != 0)
-    E_INFO(FEATURE ": stalled receivers' owners are looked up in /proc (the "
-           "BPF task_file iterator failed to %s): pids and cgroups as "
-           "collectd's namespaces show them, at most %d descriptors looked "
-           "at per read.",
+  /* Test-only: EBPF_TEST_OWNERS=proc takes the /proc scan. */
+  const char *force = getenv("EBPF_TEST_OWNERS");
+  char why[256] = "";
+  if ((force && !strcmp(force, "proc")) || owners_init(why, sizeof(why)) != 0)
+    E_INFO(FEATURE ": stalled receivers' owners are looked up in /proc (%s%s): "
+           "pids and cgroups as collectd's namespaces show them, at most %d "
+           "descriptors looked at per read.",
+           why[0] ? "the BPF task_file iterator failed to " : "forced by "
+                                                              "EBPF_TEST_OWNERS",
            why, OWNER_SCAN_MAX_FDS);
   else
     E_INFO(FEATURE ": stalled receivers' owners are found by a BPF "
