@@ -958,7 +958,8 @@ static int st_init(void) {
            why, OWNER_SCAN_MAX_FDS);
   else
     E_INFO(FEATURE ": stalled receivers' owners are found by a BPF "
-           "iterator (iter/task_file): host pids and full cgroup paths.");
+           "iterator (iter/task_file): host pids, cgroup paths from the "
+           "hierarchy's root.");
   st.index_size = 16;
   while (st.index_size < 2 * st_track_max)
     st.index_size *= 2;
