@@ -11,6 +11,7 @@
 #include "testlib.h"
 
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <unistd.h>
 
 static int ncpu;
@@ -18,12 +19,24 @@ static int ncpu;
 static int maps(struct nsl_slots *s, long long max, uint32_t rows,
                 uint32_t isize) {
   ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) /* no /sys (a package build's chroot): no CPU count */
+    return 1;
   int sfd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "t_slots", 4,
                            sizeof(struct nsl_slot_hist),
                            (uint32_t)max * rows, NULL);
   int ifd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_index", 4,
                            sizeof(struct nsl_cg_index), isize, NULL);
-  if (sfd < 0 || ifd < 0 || nsl_slots_alloc(s, max, isize))
+  if (sfd < 0 || ifd < 0) {
+    /* A package build's root (fakeroot, a chroot without CAP_BPF):
+     * no maps to test against. */
+    int err = errno;
+    if (sfd >= 0)
+      close(sfd);
+    if (ifd >= 0)
+      close(ifd);
+    return err == EPERM ? 1 : -1;
+  }
+  if (nsl_slots_alloc(s, max, isize))
     return -1;
   nsl_slots_bind(s, sfd, ifd, ncpu, rows);
   nsl_slots_tick(s, 100.0);
@@ -72,12 +85,13 @@ static long long found(struct nsl_slots *s, uint64_t id) {
 }
 
 DEF_TEST(give_find_free_grace) {
-  if (geteuid()) {
-    printf("SKIP: nsl_slots.give_find_free_grace (not root)\n");
+  struct nsl_slots s = {0};
+  int m = maps(&s, 2, 3, 16);
+  if (m == 1) {
+    printf("SKIP: nsl_slots.give_find_free_grace (no BPF maps here, or no CPU count)\n");
     return 0;
   }
-  struct nsl_slots s = {0};
-  CHECK_EQ_INT(0, maps(&s, 2, 3, 16));
+  CHECK_EQ_INT(0, m);
   uint64_t a = 0x1000000000abcULL, b = 77, c = 78, owner;
   bool zero;
   CHECK_EQ_INT(0, (int)nsl_slot_give(&s, a));
@@ -120,14 +134,15 @@ DEF_TEST(give_find_free_grace) {
 }
 
 DEF_TEST(index_full_where_looked_for) {
-  if (geteuid()) {
-    printf("SKIP: nsl_slots.index_full_where_looked_for (not root)\n");
-    return 0;
-  }
   struct nsl_slots s = {0};
   /* An index of 2 entries: any two cgroups take both places a third is
    * looked for at. */
-  CHECK_EQ_INT(0, maps(&s, 8, 1, 2));
+  int m = maps(&s, 8, 1, 2);
+  if (m == 1) {
+    printf("SKIP: nsl_slots.index_full_where_looked_for (no BPF maps here, or no CPU count)\n");
+    return 0;
+  }
+  CHECK_EQ_INT(0, m);
   CHECK(nsl_slot_give(&s, 11) >= 0);
   CHECK(nsl_slot_give(&s, 12) >= 0);
   CHECK_EQ_INT(-3, (int)nsl_slot_give(&s, 13));
