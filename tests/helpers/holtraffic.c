@@ -29,12 +29,17 @@
  *
  *   reads=R fast=F slow=S unstamped=U max_ms=X drops=D ofo=O retrans=T
  *   before=B hole=H behind=A late=L behind_min_ms=X behind_max_ms=Y
+ *   kept_max_ms=K
  *   skbs=K skbs_behind=M
  *
  * before, hole, behind, late: the reads of a message sent before the lost
  * one, of the lost one, of those sent behind it (they waited behind the
  * hole), of the late ones; behind_*_ms: the latency range of the reads
- * behind the hole; skbs: the skbs read (the kernel merges adjacent
+ * behind the hole; kept_max_ms: the largest latency of the other reads
+ * (the kernel merges the data behind the hole into the skb of the
+ * retransmission that fills it, with the newer receive time: the read of
+ * the lost message may then carry the wait behind the hole, by the
+ * kernel's own timestamp); skbs: the skbs read (the kernel merges adjacent
  * segments that wait in a queue into one skb, with the newest receive
  * time: consecutive reads with the same kernel timestamp read one skb),
  * skbs_behind: those whose data ends behind the hole (what a per-skb hook
@@ -280,7 +285,7 @@ int main(int argc, char **argv) {
   int before = 0, hole = 0, behind = 0, late = 0, skbs = 0, skbs_behind = 0;
   struct timespec last_ts = {-1, 0};
   char last_class = 0;
-  double max_ms = 0, behind_min = -1, behind_max = -1;
+  double max_ms = 0, behind_min = -1, behind_max = -1, kept_max = 0;
   static char buf[1 << 16];
   if (lag_ms) {
     /* Until everything up to the late messages is in order in the
@@ -328,6 +333,8 @@ int main(int argc, char **argv) {
       fast++;
     if (ms > max_ms)
       max_ms = ms;
+    if (buf[n - 1] != 'a' && ms > kept_max)
+      kept_max = ms;
     switch (buf[n - 1]) {
     case 'b':
       before++;
@@ -366,10 +373,10 @@ int main(int argc, char **argv) {
   long long rtx1 = kcounter("/proc/net/snmp", "Tcp:", "RetransSegs");
   printf("reads=%d fast=%d slow=%d unstamped=%d max_ms=%.1f drops=%llu "
          "ofo=%lld retrans=%lld bytes=%lu before=%d hole=%d behind=%d "
-         "late=%d behind_min_ms=%.1f behind_max_ms=%.1f",
+         "late=%d behind_min_ms=%.1f behind_max_ms=%.1f kept_max_ms=%.1f",
          reads, fast, slow, unstamped, max_ms,
          (unsigned long long)skel->bss->dropped, ofo1 - ofo0, rtx1 - rtx0,
-         got, before, hole, behind, late, behind_min, behind_max);
+         got, before, hole, behind, late, behind_min, behind_max, kept_max);
   printf(" skbs=%d skbs_behind=%d\n", skbs, skbs_behind);
   hol_drop_bpf__destroy(skel);
   return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
