@@ -168,37 +168,19 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
-# These include a feature's source (tcp_window.c: the sock_diag reader
-# against a stand-in kernel; netstacklat.c: its dispatch) and link the rest.
-$(BUILD)/tests/tcp_window_diag_test: tests/unit/tcp_window_diag_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/tcp_window.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
-
-$(BUILD)/tests/netstacklat_test: tests/unit/netstacklat_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/netstacklat.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
-
-$(BUILD)/tests/nsl_outliers_test: tests/unit/nsl_outliers_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/nsl_outliers.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
-
-$(BUILD)/tests/owners_test: tests/unit/owners_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/owners.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
-
-$(BUILD)/tests/nsl_slots_test: tests/unit/nsl_slots_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/nsl_slots.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
-
-$(BUILD)/tests/pressure_test: tests/unit/pressure_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/pressure.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
+# These include one plugin source (test:source; tcp_window.c: the sock_diag
+# reader against a stand-in kernel; netstacklat.c: its dispatch) and link
+# the other objects.
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window netstacklat_test:netstacklat \
+	nsl_outliers_test:nsl_outliers owners_test:owners nsl_slots_test:nsl_slots \
+	pressure_test:pressure
+define unit_with_src
+$(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
+		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+	$$(call msg,CC,$$@)
+	$$(Q)$$(CC) $$(UNIT_CFLAGS) tests/unit/mock_collectd.c $$(filter %.o,$$^) $$< -o $$@ -lbpf -lelf -lz -lm
+endef
+$(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
