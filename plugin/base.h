@@ -95,4 +95,8 @@ struct name_use {
 };
 size_t names_unshare(struct name_use *v, size_t n);
 
+/* qsort()/bsearch() order of uint64_t values (or of structs that start
+ * with one). */
+int cmp_u64(const void *a, const void *b);
+
 #endif

@@ -215,11 +215,6 @@ struct cgroup_node {
   size_t off; /* of its path in text */
 };
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 static int cmp_node(const void *a, const void *b) {
   return cmp_u64(&((const struct cgroup_node *)a)->id,
                  &((const struct cgroup_node *)b)->id);

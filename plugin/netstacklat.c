@@ -10,6 +10,8 @@
 #include "loader.h"
 #include "netns.h"
 #include "netstacklat.h"
+#include "nsl_cgfilter.h"
+#include "nsl_ifaces.h"
 #include "nsl_outliers.h"
 #include "nsl_slots.h"
 #include "netstacklat.skel.h"
@@ -360,26 +362,18 @@ static struct cgroup_tree cgroups;
  * the cgroups matching at start, at least 4096, at most 2^20; more than it
  * holds are retried every interval, with a WARNING. */
 static __u32 cg_filter_size = 4096;
-static struct cgroup_filter cg_filter; /* what is in the BPF filter map */
-/* Cgroup filter through cgroup storage (kernel >= 6.2) rather than the
- * hash maps; chosen at init. cg_hash: the hash filter is kept filled too (a
- * socket hook runs as a kprobe, which has no cgroup storage). */
-static bool cg_storage, cg_hash;
-/* Cgroup filter by the ancestors of the socket's cgroup (cg_anc): a few
- * configured paths without globs, no GroupBy cgroup, a cgroup2 mount that
- * is the whole hierarchy (a path's depth is its level). The ids last
- * written to the kernel, per configured path (0: it does not exist). */
-static bool cg_anc;
-static uint64_t anc_ids[NSL_CG_ANC_MAX];
-/* The kernel's k-th configured cgroup is cfg.cgroups[anc_path[k]]: the
- * kernel walks up from the socket's cgroup, so the deepest come first. */
-static size_t anc_path[NSL_CG_ANC_MAX];
-static struct cgroup_filter cg_marks; /* the configured cgroups marked */
+/* The Cgroup filter (plugin/nsl_cgfilter.c): the ways chosen at init and
+ * what the kernel was given. cgf.hash: the hash filter is kept filled (no
+ * cgroup storage, or a socket hook runs as a kprobe). */
+static struct nsl_cgfilter cgf;
+/* The Interface filter and GroupBy interface's names
+ * (plugin/nsl_ifaces.c). */
+static struct nsl_iffilter iff;
+static struct nsl_ifnames ifnames;
 /* GroupBy cgroup: the slots and the group index (plugin/nsl_slots.c);
  * cgslots.slot is NULL without GroupBy cgroup. */
 static struct nsl_slots cgslots;
 static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
-static int cmp_u64(const void *a, const void *b);
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
 static size_t groups_shared; /* groups named with their hash (last read) */
 
@@ -397,163 +391,6 @@ static void set_clock_offset(void) {
   int64_t off;
   if (skel && rtclock_offset(bpf_clock, &off, NULL) == 0)
     skel->bss->realtime_offset_ns = off;
-}
-
-/* --------------------------------------------------------------- cgroups */
-
-/* Cgroup storage: write the state of one cgroup (its mark), through its
- * directory. The kernel's derived decision is reset by it. */
-static int cg_state_write(const char *dir, uint64_t id) {
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return -errno;
-  struct nsl_cg_state v = {0};
-  v.mark = cg_marks.n && bsearch(&id, cg_marks.ids, cg_marks.n,
-                                 sizeof(*cg_marks.ids), cmp_u64) != NULL;
-  int err = bpf_map_update_elem(
-      bpf_map__fd(skel->maps.netstacklat_cgroup_state), &dfd, &v, BPF_ANY);
-  err = err ? -errno : 0;
-  close(dfd);
-  return err;
-}
-
-struct glob_hit {
-  uint64_t id;
-  char *dir;
-};
-struct glob_hits {
-  struct glob_hit *v;
-  size_t n, cap;
-};
-
-static void glob_hit(const char *dir, const char *rel, void *arg) {
-  struct glob_hits *h = arg;
-  struct stat st;
-  if (stat(dir, &st) != 0)
-    return;
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? h->cap * 2 : 16;
-    struct glob_hit *v = realloc(h->v, cap * sizeof(*v));
-    if (!v)
-      return;
-    h->v = v;
-    h->cap = cap;
-  }
-  char *d = strdup(dir);
-  if (d)
-    h->v[h->n++] = (struct glob_hit){(uint64_t)st.st_ino, d};
-}
-
-/* Cgroup storage: mark the configured cgroups (the directories the Cgroup
- * globs match now), unmark the ones no longer matched, and when anything
- * changed make the kernel decide the cgroups below them again. Only the
- * globs are expanded: the cgroups below are the kernel's business.
- * Returns how many are marked. */
-static size_t cg_marks_refresh(bool log_changes) {
-  struct glob_hits h = {0};
-  for (size_t p = 0; p < cfg.ncgroups; p++)
-    cgroup2_glob(cfg.cgroups[p], glob_hit, &h);
-  uint64_t *ids = malloc((h.n ? h.n : 1) * sizeof(*ids));
-  if (!ids)
-    goto out;
-  size_t n = 0;
-  for (size_t i = 0; i < h.n; i++)
-    ids[n++] = h.v[i].id;
-  qsort(ids, n, sizeof(*ids), cmp_u64);
-  size_t u = 0;
-  for (size_t i = 0; i < n; i++)
-    if (u == 0 || ids[u - 1] != ids[i])
-      ids[u++] = ids[i];
-  n = u;
-  struct cgroup_filter old = cg_marks;
-  cg_marks = (struct cgroup_filter){ids, n};
-  size_t added = 0, removed = 0;
-  for (size_t i = 0; i < h.n; i++)
-    if (!old.n || !bsearch(&h.v[i].id, old.ids, old.n, sizeof(*old.ids),
-                           cmp_u64)) {
-      int err = cg_state_write(h.v[i].dir, h.v[i].id);
-      if (err)
-        E_WARNING("netstacklat: cannot mark cgroup %s for the Cgroup "
-                  "filter: %s",
-                  h.v[i].dir, ERRSTR(err));
-      added++;
-    }
-  /* A cgroup no longer matched was removed (its storage went with it):
-   * nothing to write. (One renamed away keeps its mark.) */
-  for (size_t i = 0; i < old.n; i++)
-    if (!n || !bsearch(&old.ids[i], ids, n, sizeof(*ids), cmp_u64))
-      removed++;
-  free(old.ids);
-  if (added || removed)
-    __atomic_add_fetch(&skel->data->cg_filter_gen, 1, __ATOMIC_RELEASE);
-  if (log_changes && (added || removed))
-    E_INFO("netstacklat: cgroup filter now marks %zu configured cgroups (%zu "
-           "new, %zu gone); the kernel decides the cgroups below them.",
-           n, added, removed);
-out:
-  for (size_t i = 0; i < h.n; i++)
-    free(h.v[i].dir);
-  free(h.v);
-  return cg_marks.n;
-}
-
-/* Ancestors way: the id of each configured path now (0: none), written
- * to the kernel when it changed (a path removed and made again keeps its
- * level, with a new id). Returns how many exist. */
-static size_t anc_refresh(bool log_changes) {
-  size_t n = 0, added = 0, removed = 0;
-  for (size_t k = 0; k < cfg.ncgroups && k < NSL_CG_ANC_MAX; k++) {
-    uint64_t id = cgroup_id_of(cfg.cgroups[anc_path[k]]);
-    n += id != 0;
-    if (id == anc_ids[k])
-      continue;
-    added += id != 0;
-    removed += anc_ids[k] != 0;
-    anc_ids[k] = id;
-    __atomic_store_n(&skel->bss->anc_id[k], id, __ATOMIC_RELEASE);
-  }
-  if (log_changes && (added || removed))
-    E_INFO("netstacklat: cgroup filter now compares %zu configured cgroups "
-           "(%zu new, %zu gone) with each socket cgroup's ancestors.",
-           n, added, removed);
-  return n;
-}
-
-/* The Cgroup filter map follows the cgroups that exist now. Called at init
- * and every interval, so cgroups created later are picked up. Returns how
- * many ids are selected. */
-static size_t cg_filter_refresh(bool log_changes) {
-  if (!cgroup2_root())
-    return 0;
-  size_t marked = cg_storage ? cg_marks_refresh(log_changes)
-                 : cg_anc   ? anc_refresh(log_changes)
-                            : 0;
-  if (!cg_hash)
-    return marked;
-  uint64_t *ids;
-  size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
-  size_t added, removed, failed;
-  cgroup_filter_sync(&cg_filter,
-                     bpf_map__fd(skel->maps.netstacklat_cgroup_filter), ids, n,
-                     &added, &removed, &failed);
-  if (log_changes && (added || removed))
-    E_INFO("netstacklat: cgroup filter now matches %zu cgroups (%zu new, "
-           "%zu gone).",
-           n, added, removed);
-  /* Said when the number changes, not every interval. */
-  static size_t failed_said;
-  if (!failed && failed_said)
-    E_INFO("netstacklat: every matching cgroup is in the cgroup filter's "
-           "map again (%zu).",
-           n);
-  else if (failed != failed_said)
-    E_WARNING("netstacklat: the cgroup filter's map (%u entries) is full: "
-              "%zu of %zu matching cgroups are not in it, and their packets "
-              "are not counted (tried again every interval, as cgroups go).",
-              bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter),
-              failed, n);
-  failed_said = failed;
-  return n;
 }
 
 /* ---------------------------------------------------------------- loader */
@@ -615,29 +452,13 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
                            cfg.ncgroups ? cg_filter_size : 1);
   /* Cgroup storage, or on a kernel without it a harmless one-entry array
    * in its place (its path is pruned by the verifier). */
-  skel->rodata->targ_cg_storage = cg_storage;
+  skel->rodata->targ_cg_storage = cgf.storage;
   /* The ancestors way: the levels are constants of the program; the ids
    * are in force from the first event. */
-  skel->rodata->targ_anc_n = cg_anc ? (__u32)cfg.ncgroups : 0;
-  if (cg_anc) {
-    for (size_t k = 0; k < cfg.ncgroups; k++)
-      anc_path[k] = k;
-    for (size_t k = 1; k < cfg.ncgroups; k++) /* by depth, deepest first */
-      for (size_t j = k; j > 0 && cgroup_path_depth(cfg.cgroups[anc_path[j]]) >
-                                     cgroup_path_depth(
-                                         cfg.cgroups[anc_path[j - 1]]);
-           j--) {
-        size_t t = anc_path[j];
-        anc_path[j] = anc_path[j - 1];
-        anc_path[j - 1] = t;
-      }
-    for (size_t k = 0; k < cfg.ncgroups; k++)
-      skel->rodata->targ_anc_level[k] =
-          (__u32)cgroup_path_depth(cfg.cgroups[anc_path[k]]);
-    memset(anc_ids, 0, sizeof(anc_ids));
-    anc_refresh(false);
-  }
-  if (!cg_storage) {
+  skel->rodata->targ_anc_n = cgf.anc ? (__u32)cfg.ncgroups : 0;
+  nsl_cgf_opened(&cgf, skel->rodata->targ_anc_level,
+                 &skel->data->cg_filter_gen, skel->bss->anc_id);
+  if (!cgf.storage) {
     bpf_map__set_type(skel->maps.netstacklat_cgroup_state,
                       BPF_MAP_TYPE_ARRAY);
     bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
@@ -660,7 +481,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
      * together stay near the memory of the table alone. Only where
      * tracing programs may use maps that are not preallocated (6.1+;
      * cgroup storage, 6.2, tells): older kernels preallocate both. */
-    if (cg_storage)
+    if (cgf.storage)
       bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
                              BPF_F_NO_PREALLOC);
   }
@@ -677,6 +498,11 @@ static int nsl_load(void *ctx) {
   skel->rodata->targ_udp_enqueued_tp =
       hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
   int err = netstacklat_bpf__load(skel);
+  if (!err)
+    nsl_cgf_loaded(&cgf, &skel->data->cg_filter_gen, skel->bss->anc_id,
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_state),
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
+                   bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
   if (!err && cgslots.slot)
     nsl_slots_bind(&cgslots,
                    bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
@@ -705,170 +531,6 @@ static int open_tstamp_socket(void) {
     return err;
   }
   return fd;
-}
-
-/* The Interface option: the index each configured name has now (0: no
- * such interface). Names belong to a network namespace and are looked up in
- * the one configured (collectd's own for "all"), at start and at every read.
- * A name that names no interface is a condition of the host, not of the
- * configuration (a fleet snippet naming eth0 on a host whose NIC is ens3, a
- * container's veth not made yet): a WARNING, and its packets are counted
- * from the read at which it exists. An interface made again (a new index,
- * as a restarted container's veth) is followed the same way. */
-static unsigned *if_cur;
-
-/* The filter map's key of an index: with NetworkNamespace "all" the
- * namespace goes into the upper half (the names are looked up in
- * collectd's own, and the same index in another namespace is another
- * interface). */
-static __u64 if_key(unsigned idx) {
-  return netns.kind == NETNS_ALL ? ((__u64)netns_self_inum() << 32) | idx
-                                 : idx;
-}
-
-static void if_filter_refresh(bool at_start) {
-  if (!cfg.nifaces || !if_cur || !skel)
-    return;
-  /* At start netstacklat_init() entered it once already (and stops when it
-   * cannot); a namespace that cannot be entered later (deleted) is said
-   * once, not at every read. */
-  static bool warned_enter;
-  int back, err = netns_try_enter(&netns, &back);
-  if (err) {
-    if (!warned_enter)
-      E_WARNING("netstacklat: cannot enter network namespace %s to look "
-                "the Interface names up: %s; the filter stays as it is.",
-                netns.path, ERRSTR(err));
-    warned_enter = true;
-    return;
-  }
-  warned_enter = false;
-  unsigned now[cfg.nifaces];
-  for (size_t i = 0; i < cfg.nifaces; i++)
-    now[i] = if_nametoindex(cfg.ifaces[i]);
-  netns_leave(back, FEATURE);
-  int fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
-  __u8 one = 1;
-  for (size_t i = 0; i < cfg.nifaces; i++) {
-    if (at_start && !now[i])
-      E_WARNING("netstacklat: option \"Interface\" \"%s\": no such interface%s%s "
-                "yet; its packets are counted once it exists (looked up at "
-                "every read).",
-                cfg.ifaces[i], netns.path[0] ? " in " : "", netns.path);
-    if (now[i] == if_cur[i])
-      continue;
-    bool kept = false; /* the old index is another configured name's now */
-    for (size_t j = 0; j < cfg.nifaces && if_cur[i]; j++)
-      kept = kept || (j != i && now[j] == if_cur[i]);
-    __u64 old_key = if_key(if_cur[i]), new_key = if_key(now[i]);
-    if (if_cur[i] && !kept)
-      bpf_map_delete_elem(fd, &old_key);
-    if (now[i] && bpf_map_update_elem(fd, &new_key, &one, BPF_ANY) != 0) {
-      E_WARNING("netstacklat: interface \"%s\": cannot add index %u to the "
-                "filter: %s",
-                cfg.ifaces[i], now[i], ERRSTR(errno));
-      now[i] = 0;
-    }
-    if (!at_start && now[i] && !if_cur[i])
-      E_INFO("netstacklat: interface \"%s\" exists now (index %u): its "
-             "packets are counted.",
-             cfg.ifaces[i], now[i]);
-    else if (!at_start && now[i])
-      E_INFO("netstacklat: interface \"%s\" was made again (index %u, was "
-             "%u): followed.",
-             cfg.ifaces[i], now[i], if_cur[i]);
-    else if (!at_start)
-      E_WARNING("netstacklat: interface \"%s\" is gone; its packets are "
-                "counted again once it is back.",
-                cfg.ifaces[i]);
-    if_cur[i] = now[i];
-  }
-}
-
-/* GroupBy interface: the names of this interval's groups, looked up every
- * interval (an interface may have been renamed or deleted since), each in
- * its namespace: the configured one, or with "all" the one in the group's
- * upper half (collectd's own keeps plain names, another one's interfaces
- * are <namespace>_<interface>). Sorted by group, so by namespace. */
-struct if_group {
-  uint64_t group;
-  char name[EBPF_NAME_LEN];
-  uint32_t hash; /* path_hash() of "<namespace>/<interface>" */
-  bool gone; /* no such interface or namespace any more */
-};
-static struct if_group *if_groups;
-static size_t nif_groups, cap_if_groups;
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Name the groups [from, to) of one namespace, from inside it. */
-static void if_names_in(size_t from, size_t to, uint32_t ns) {
-  char nsname[64] = "";
-  int back = -1, err = 0;
-  bool own = netns.kind != NETNS_ALL || ns == netns_self_inum();
-  if (netns.kind == NETNS_NAMED) {
-    err = netns_enter(&netns, FEATURE, &back);
-  } else if (!own) {
-    int fd = netns_open_inum(ns, nsname, sizeof(nsname));
-    if (fd == -ENOENT) { /* the namespace is gone, and its interfaces */
-      for (size_t i = from; i < to; i++)
-        if_groups[i].gone = true;
-      return;
-    }
-    err = fd < 0 ? fd : netns_enter_fd(fd, &back);
-    if (fd >= 0)
-      close(fd);
-    if (!nsname[0])
-      snprintf(nsname, sizeof(nsname), "ns%u", ns);
-  }
-  for (size_t i = from; i < to; i++) {
-    unsigned idx = (unsigned)(if_groups[i].group & 0xffffffffu);
-    char ifn[IF_NAMESIZE + 16];
-    if (err || idx == 0 || !if_indextoname(idx, ifn)) {
-      /* ENXIO/ENODEV: deleted; ifindex 0: made locally, no device. */
-      if (!err && idx && (errno == ENXIO || errno == ENODEV)) {
-        if_groups[i].gone = true;
-        continue;
-      }
-      snprintf(ifn, sizeof(ifn), "if%u", idx);
-    }
-    char path[sizeof(nsname) + sizeof(ifn) + 1];
-    snprintf(path, sizeof(path), "%s%s%s", own ? "" : nsname, own ? "" : "/",
-             ifn);
-    instance_from_path(path, if_groups[i].name);
-    if_groups[i].hash = path_hash(path);
-  }
-  netns_leave(back, FEATURE);
-}
-
-static void if_names_refresh(const struct group_prev *cur, size_t n) {
-  if (n > cap_if_groups) {
-    struct if_group *t = realloc(if_groups, n * sizeof(*t));
-    if (!t)
-      return;
-    if_groups = t;
-    cap_if_groups = n;
-  }
-  nif_groups = 0;
-  for (size_t i = 0; i < n; i++)
-    if_groups[nif_groups++] = (struct if_group){.group = cur[i].key.group};
-  qsort(if_groups, nif_groups, sizeof(*if_groups), cmp_u64);
-  size_t u = 0;
-  for (size_t i = 0; i < nif_groups; i++)
-    if (u == 0 || if_groups[u - 1].group != if_groups[i].group)
-      if_groups[u++] = if_groups[i];
-  nif_groups = u;
-  for (size_t i = 0; i < nif_groups;) {
-    uint32_t ns = (uint32_t)(if_groups[i].group >> 32);
-    size_t j = i;
-    while (j < nif_groups && (uint32_t)(if_groups[j].group >> 32) == ns)
-      j++;
-    if_names_in(i, j, ns);
-    i = j;
-  }
 }
 
 /* ------------------------------------------------------------- outliers */
@@ -906,10 +568,10 @@ static int netstacklat_init(void) {
   int err = netns_resolve(cfg.netns, FEATURE, &netns);
   if (err)
     return err;
-  free(if_cur);
-  if_cur = cfg.nifaces ? calloc(cfg.nifaces, sizeof(*if_cur)) : NULL;
-  if (cfg.nifaces && !if_cur)
+  nsl_iff_free(&iff);
+  if (nsl_iff_init(&iff, cfg.ifaces, cfg.nifaces, &netns))
     return -ENOMEM;
+  ifnames.ns = &netns;
   if (cfg.nifaces) {
     /* The names are looked up inside the namespace (setns(), which needs
      * CAP_SYS_ADMIN): without that the filter could never be filled, and
@@ -951,7 +613,7 @@ static int netstacklat_init(void) {
              hook_names[h]);
     }
   }
-  cg_storage = cg_hash = cg_anc = false;
+  bool cg_storage = false, cg_hash = false, cg_anc = false;
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
     /* Test-only: EBPF_TEST_CGROUP_FILTER=storage|hash skips the ways
      * before it; EBPF_TEST_CGROUP_STORAGE=off is "hash". */
@@ -1032,6 +694,8 @@ static int netstacklat_init(void) {
              cfg.max_groups, isize);
     }
   }
+  nsl_cgf_free(&cgf);
+  nsl_cgf_init(&cgf, cfg.cgroups, cfg.ncgroups, cg_anc, cg_storage, cg_hash);
   if (cfg.ncgroups) {
     /* Sized from the tree; EBPF_TEST_CG_FILTER_SIZE forces a size for the
      * tests. */
@@ -1068,22 +732,23 @@ static int netstacklat_init(void) {
     return n < 0 ? n : -ENOENT;
   }
 
-  if_filter_refresh(true);
+  iff.map_fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
+  nsl_iff_refresh(&iff, true);
   /* kprobe programs have no cgroup storage: with a socket hook in that
    * flavour, the hash filter is kept filled as well. */
-  for (int h = 0; (cg_storage || cg_anc) && h < NSL_NHOOKS; h++)
+  for (int h = 0; (cgf.storage || cgf.anc) && h < NSL_NHOOKS; h++)
     if (hook_has_socket(h) && hooks[h].flavour == FLAVOUR_KPROBE &&
-        !cg_hash) {
-      cg_hash = true;
+        !cgf.hash) {
+      cgf.hash = true;
       E_INFO("netstacklat: hook %s runs as a kprobe, which %s: the cgroup "
              "hash filter is kept as well.",
              hook_names[h],
-             cg_storage ? "has no cgroup storage"
-                        : "would read the ancestors through helper calls");
+             cgf.storage ? "has no cgroup storage"
+                         : "would read the ancestors through helper calls");
     }
-  if (cg_hash || cfg.groupby == NSL_GROUP_CGROUP)
+  if (cgf.hash || cfg.groupby == NSL_GROUP_CGROUP)
     cgroup_tree_refresh(&cgroups);
-  if (cfg.ncgroups && cg_filter_refresh(false) == 0)
+  if (cfg.ncgroups && nsl_cgf_refresh(&cgf, &cgroups, false) == 0)
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
 
@@ -1194,10 +859,7 @@ static bool group_name(const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], uint32_t *hash,
                        bool *refreshed) {
   if (cfg.groupby == NSL_GROUP_INTERFACE) {
-    const struct if_group *g =
-        nif_groups ? bsearch(&k->group, if_groups, nif_groups,
-                             sizeof(*if_groups), cmp_u64)
-                   : NULL;
+    const struct nsl_if_group *g = nsl_ifnames_find(&ifnames, k->group);
     if (!g || g->gone)
       return false;
     memcpy(buf, g->name, EBPF_NAME_LEN);
@@ -1439,8 +1101,13 @@ static void read_grouped(double elapsed) {
   free(order);
   if (slots)
     n = cg_slots_merge(cur, n);
-  if (cfg.groupby == NSL_GROUP_INTERFACE)
-    if_names_refresh(cur, n);
+  if (cfg.groupby == NSL_GROUP_INTERFACE) {
+    uint64_t *groups = malloc((n ? n : 1) * sizeof(*groups));
+    for (size_t i = 0; groups && i < n; i++)
+      groups[i] = cur[i].key.group;
+    nsl_ifnames_refresh(&ifnames, groups, groups ? n : 0);
+    free(groups);
+  }
   /* Every group is named before any is dispatched: two groups that the
    * naming rule names alike (foo-bar.service and foo_bar.service; with
    * NetworkNamespace "all", namespace x's eth0 and an interface x_eth0)
@@ -1533,11 +1200,11 @@ static int netstacklat_read(void) {
   /* GroupBy cgroup walks the tree only when it meets a group it cannot
    * name (group_name()); the hash-way Cgroup filter needs it every
    * interval. */
-  if (cg_hash)
+  if (cgf.hash)
     cgroup_tree_refresh(&cgroups);
   if (cfg.ncgroups)
-    cg_filter_refresh(true);
-  if_filter_refresh(false);
+    nsl_cgf_refresh(&cgf, &cgroups, true);
+  nsl_iff_refresh(&iff, false);
 
   int fd = bpf_map__fd(skel->maps.netstacklat_seconds);
   struct nsl_hist *percpu = calloc((size_t)ncpus, sizeof(*percpu));
@@ -1591,18 +1258,12 @@ static void netstacklat_shutdown(void) {
   gprev = NULL;
   ngprev = 0;
   groups_shared = 0;
-  free(if_groups);
-  if_groups = NULL;
-  nif_groups = cap_if_groups = 0;
-  free(if_cur);
-  if_cur = NULL;
+  nsl_ifnames_free(&ifnames);
+  nsl_iff_free(&iff);
   warned_map_full = false;
   cgroup_tree_free(&cgroups);
-  cgroup_filter_free(&cg_filter);
-  cgroup_filter_free(&cg_marks);
+  nsl_cgf_free(&cgf);
   nsl_slots_free(&cgslots);
-  cg_storage = cg_hash = cg_anc = false;
-  memset(anc_ids, 0, sizeof(anc_ids));
   cfg_free_list(cfg.cgroups);
   cfg_free_list(cfg.ifaces);
   free(cfg.netns);

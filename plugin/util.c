@@ -244,6 +244,11 @@ uint32_t path_hash(const char *path) {
   return fnv1a32(path, n);
 }
 
+int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 static int cmp_name_use(const void *a, const void *b) {
   const struct name_use *x = *(const struct name_use *const *)a;
   const struct name_use *y = *(const struct name_use *const *)b;

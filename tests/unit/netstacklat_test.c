@@ -198,9 +198,9 @@ static bool name_it(struct group_prev *cur, const struct group_prev *p) {
 }
 
 DEF_TEST(group_name_kept_and_renewed) {
-  static struct if_group g = {.group = 7, .name = "eth0"};
-  if_groups = &g;
-  nif_groups = 1;
+  static struct nsl_if_group g = {.group = 7, .name = "eth0"};
+  ifnames.v = &g;
+  ifnames.n = 1;
   cfg.groupby = NSL_GROUP_INTERFACE;
   struct group_prev a = {.key = {.hook = NSL_UDP_SOCKET_READ, .group = 7}};
   struct group_prev b = a, c = a, d = a;
@@ -216,8 +216,8 @@ DEF_TEST(group_name_kept_and_renewed) {
   CHECK(!strcmp(d.inst, "udp_socket_read-eth"));
   g.gone = true;
   CHECK(!name_it(&d, &c));
-  if_groups = NULL;
-  nif_groups = 0;
+  ifnames.v = NULL;
+  ifnames.n = 0;
   cfg.groupby = NSL_GROUP_NONE;
   return 0;
 }
