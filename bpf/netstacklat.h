@@ -9,11 +9,16 @@
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-/* log2 histogram of nanoseconds: bucket 0 is [0, 1024], bucket k is
- * (2^(9+k), 2^(10+k)], the last (25) is (2^34, inf): 1 us to 17.2 s.
- * Kept in step with plugin/hist.h (a unit test checks both). */
-#define NSL_NBUCKETS 26
-#define NSL_FIRST_SHIFT 10
+/* Log-linear histogram of nanoseconds: fine bucket 0 is [0, 512], then
+ * each power of two from 2^9 to 2^34 in 16 equal parts, fine bucket
+ * 1 + 16 (e - 9) + j being (2^e + j 2^(e-4), 2^e + (j+1) 2^(e-4)], the
+ * last (401) is (2^34, inf). The log2 buckets of Buckets true (26) are
+ * sums of them. Kept in step with plugin/hist.h (a unit test checks
+ * both). */
+#define NSL_SUB_BITS 4
+#define NSL_FINE_FIRST_EXP 9
+#define NSL_FINE_OCTAVES 25
+#define NSL_NFINE (2 + NSL_FINE_OCTAVES * (1 << NSL_SUB_BITS))
 
 enum nsl_hook {
   NSL_IP_START = 0,
@@ -41,8 +46,10 @@ enum nsl_skip {
   NSL_NSKIPS,
 };
 
-/* One per hook (and per group with GroupBy), per CPU, cumulative: 280
+/* One per hook (and per group with GroupBy), per CPU, cumulative: 1,680
  * bytes (docs and MaxGroups' memory figure say so; a unit test checks).
+ * The fine buckets are 32-bit counters that wrap (user space subtracts
+ * modulo 2^32); count and sum_ns are 64-bit and tell a reset.
  * count: every event with a receive time, timed or not (SampleEvery);
  * bucket, sum_ns and the skips after the clock read (future) are of the
  * timed events only. countdown: SampleEvery, events still to be let
@@ -57,9 +64,9 @@ struct nsl_hist {
   __u64 sum_ns;
   __u64 countdown;
   __u64 skipped[NSL_NSKIPS];
-  __u64 bucket[NSL_NBUCKETS];
+  __u32 bucket[NSL_NFINE];
 };
-#define NSL_HIST_SIZE 280
+#define NSL_HIST_SIZE 1680
 
 struct nsl_group_key {
   __u64 group; /* cgroup id, or ifindex (netns inode << 32 | ifindex with
@@ -101,12 +108,16 @@ struct nsl_slot_hist {
   struct nsl_hist h;
 };
 
-/* Bucket of a latency in ns: k = ceil(log2(ns)) - NSL_FIRST_SHIFT, clamped
- * to [0, NSL_NBUCKETS - 1]. Shared by the BPF side and the unit test that
- * checks it against plugin/hist.c's reference. A binary search for the
- * highest bit of ns - 1: a dozen ALU instructions, no loop, no helper. */
+/* Fine bucket of a latency in ns (plugin/hist.c's hist_fine_of(), which
+ * a unit test checks it against): with x = ns - 1 and e = floor(log2(x)),
+ * 0 for ns <= 512, else 1 + 16 (e - 9) + the 4 bits of x below its top
+ * bit, the last for e >= 34. A binary search for the top bit (no loop, no
+ * helper), a shift and a mask: a dozen ALU instructions, all in registers.
+ * The caller still bounds the index for the verifier. */
 static __always_inline __u32 nsl_slot_of(__u64 ns) {
-  __u64 v = ns ? ns - 1 : 0;
+  if (ns <= (1ULL << NSL_FINE_FIRST_EXP))
+    return 0;
+  __u64 x = ns - 1, v = x;
   __u32 r = 0, s;
   s = (v > 0xFFFFFFFFULL) << 5;
   v >>= s;
@@ -124,12 +135,11 @@ static __always_inline __u32 nsl_slot_of(__u64 ns) {
   v >>= s;
   r |= s;
   r |= (__u32)(v >> 1);
-  /* r = floor(log2(ns - 1)), so ceil(log2(ns)) = r + 1 for ns >= 2 */
-  __u32 bits = ns > 1 ? r + 1 : 0;
-  if (bits <= NSL_FIRST_SHIFT)
-    return 0;
-  bits -= NSL_FIRST_SHIFT;
-  return bits < NSL_NBUCKETS ? bits : NSL_NBUCKETS - 1;
+  /* r = floor(log2(x)) >= 9 */
+  if (r >= NSL_FINE_FIRST_EXP + NSL_FINE_OCTAVES)
+    return NSL_NFINE - 1;
+  __u32 j = (__u32)(x >> (r - NSL_SUB_BITS)) & ((1 << NSL_SUB_BITS) - 1);
+  return 1 + ((r - NSL_FINE_FIRST_EXP) << NSL_SUB_BITS) + j;
 }
 
 /* OutlierThreshold: one record per event above it, to user space through

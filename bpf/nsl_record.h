@@ -144,7 +144,7 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
    * index up to 2^32 and rejects every program (6.12's tracks the copy).
    * The barrier keeps the check on the register that is used. */
   barrier_var(slot);
-  if (slot < NSL_NBUCKETS)
+  if (slot < NSL_NFINE)
     h->bucket[slot]++;
   h->sum_ns += delta;
   if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)

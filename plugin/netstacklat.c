@@ -35,8 +35,9 @@
 
 #define FEATURE "netstacklat"
 
-_Static_assert(NSL_NBUCKETS == HIST_NBUCKETS, "bucket layouts differ");
-_Static_assert(NSL_FIRST_SHIFT == HIST_FIRST_SHIFT, "bucket layouts differ");
+_Static_assert(NSL_NFINE == HIST_NFINE && NSL_SUB_BITS == HIST_SUB_BITS &&
+                   NSL_FINE_FIRST_EXP == HIST_FINE_FIRST_EXP,
+               "bucket layouts differ");
 _Static_assert(sizeof(struct nsl_hist) == NSL_HIST_SIZE,
                "struct nsl_hist changed size: update NSL_HIST_SIZE and the "
                "memory figures in the README and docs");
@@ -113,6 +114,7 @@ static const struct hook_def tcp_read_hol_def = {
 #undef P
 
 #define MAX_PERCENTILES 16
+#define MAX_BOUNDS 32
 
 static struct {
   bool hooks_set;
@@ -133,6 +135,9 @@ static struct {
   double outlier_s; /* OutlierThreshold; 0: off */
   long long outlier_limit;
   long long sample_every; /* SampleEvery: time one event in this many */
+  /* BucketBounds, in ns, rounded to fine bucket edges, sorted, unique */
+  uint64_t bounds[MAX_BOUNDS];
+  int nbounds;
 } cfg;
 
 static void cfg_defaults(void) {
@@ -248,6 +253,48 @@ bad:
   return -1;
 }
 
+/* BucketBounds <seconds>...: repeatable, at most MAX_BOUNDS in all, each
+ * rounded to the nearest fine bucket edge (said once, at INFO). */
+static int cfg_bounds(const oconfig_item_t *ci) {
+  char buf[256];
+  if (ci->values_num < 1 || ci->children_num != 0)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
+      goto bad;
+    double sec = ci->values[i].value.number;
+    if (!(sec >= 1e-6 && sec <= 17.0))
+      goto bad;
+    uint64_t ns = (uint64_t)(sec * 1e9 + 0.5);
+    uint64_t edge = hist_fine_edge_near(ns);
+    if (edge != ns)
+      E_INFO("netstacklat: BucketBounds %g s is counted at %.9g s, the "
+             "nearest edge of the fine buckets (%llu ns): within 1/32 of "
+             "it.",
+             sec, edge / 1e9, (unsigned long long)edge);
+    bool dup = false;
+    for (int j = 0; j < cfg.nbounds; j++)
+      dup = dup || cfg.bounds[j] == edge;
+    if (dup) /* given twice (or rounded to one edge): counted once */
+      continue;
+    if (cfg.nbounds == MAX_BOUNDS) {
+      E_ERROR("option \"BucketBounds\" in block <Netstacklat>: more than "
+              "%d bounds in all.",
+              MAX_BOUNDS);
+      return -1;
+    }
+    cfg.bounds[cfg.nbounds++] = edge;
+  }
+  qsort(cfg.bounds, (size_t)cfg.nbounds, sizeof(cfg.bounds[0]), cmp_u64);
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"BucketBounds\" in block "
+          "<Netstacklat>: expected one or more numbers of seconds from "
+          "0.000001 to 17, like 0.001 0.01 0.1.",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
 static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
                       int n, int *out, const char *want) {
   char *s = NULL;
@@ -279,6 +326,8 @@ static int netstacklat_config(const oconfig_item_t *ci) {
       st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
     else if (!strcasecmp(k, "Buckets"))
       st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
+    else if (!strcasecmp(k, "BucketBounds"))
+      st = cfg_bounds(c);
     else if (!strcasecmp(k, "Cgroup"))
       st = cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
     else if (!strcasecmp(k, "Interface")) {
@@ -341,6 +390,7 @@ struct group_prev {
   struct nsl_group_key key;
   struct nsl_hist h;
   char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
+  uint64_t le[MAX_BOUNDS]; /* BucketBounds: events at or below, so far */
 };
 
 static struct netstacklat_bpf *skel;
@@ -348,6 +398,8 @@ static struct hook_state hooks[NSL_NHOOKS];
 static int ts_sock = -1;
 static int ncpus;
 static struct nsl_hist prev[NSL_NHOOKS];
+static uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
+static char bound_names[MAX_BOUNDS][32]; /* "le_<ns>" */
 /* The identity of each hook's values (plugin, plugin_instance), and the
  * type_instance of each bucket: made once, reused every interval. */
 static value_list_t hook_vl[NSL_NHOOKS];
@@ -771,6 +823,7 @@ static int netstacklat_init(void) {
   outlier_ctx = (struct nsl_outlier_ctx){
       .plugin = FEATURE, .hook_names = hook_names, .cgroups = &cgroups};
   memset(prev, 0, sizeof(prev));
+  memset(prev_le, 0, sizeof(prev_le));
   now_mono(&last_read);
   return 0;
 }
@@ -781,8 +834,8 @@ static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
   memset(out, 0, sizeof(*out));
   for (int c = 0; c < ncpus; c++) {
     const struct nsl_hist *h = &percpu[c];
-    for (int k = 0; k < NSL_NBUCKETS; k++)
-      out->bucket[k] += h->bucket[k];
+    for (int k = 0; k < NSL_NFINE; k++)
+      out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
     out->sum_ns += h->sum_ns;
     out->count += h->count;
     for (int s = 0; s < NSL_NSKIPS; s++)
@@ -809,11 +862,14 @@ static bool skip_applies(__u32 hook, int s) {
 
 /* vl: the identity of the hook's or group's values (vl_prepare()). */
 static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
-                     const struct nsl_hist *before, double elapsed) {
-  uint64_t d[HIST_NBUCKETS], dsum;
-  uint64_t n = hist_delta_sum((const uint64_t *)now->bucket,
-                              (const uint64_t *)before->bucket, now->sum_ns,
-                              before->sum_ns, d, &dsum);
+                     const struct nsl_hist *before, double elapsed,
+                     uint64_t le[MAX_BOUNDS]) {
+  /* A reset (a group deleted and made again starts from zero) shows in
+   * the 64-bit count or sum going down; the 32-bit buckets wrap. */
+  bool reset = now->count < before->count || now->sum_ns < before->sum_ns;
+  uint64_t d[HIST_NFINE];
+  uint64_t n = hist_fine_delta(now->bucket, before->bucket, reset, d);
+  uint64_t dsum = reset ? now->sum_ns : now->sum_ns - before->sum_ns;
   /* The counters are cumulative and never reset while we run. count is
    * exact for any SampleEvery; the buckets hold the timed events only. */
   vl_derive(vl, "operations", NULL, (int64_t)now->count);
@@ -829,9 +885,19 @@ static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
   /* SampleEvery N: one event in N was timed, so a bucket's rate is its
    * timed count times N. The only place the sampling rate enters. */
   double scale = (double)cfg.sample_every;
-  if (cfg.buckets && elapsed > 0)
+  if (cfg.buckets && elapsed > 0) {
+    uint64_t coarse[HIST_NBUCKETS];
+    hist_coarse(d, coarse);
     for (int k = 0; k < HIST_NBUCKETS; k++)
-      vl_gauge(vl, "bucket", bucket_names[k], (double)d[k] * scale / elapsed);
+      vl_gauge(vl, "bucket", bucket_names[k],
+               (double)coarse[k] * scale / elapsed);
+  }
+  /* BucketBounds: cumulative counters kept here, so that they only grow
+   * (a group's counters made again start from zero in the kernel). */
+  for (int b = 0; b < cfg.nbounds; b++) {
+    le[b] += hist_at_or_below(d, cfg.bounds[b]) * (uint64_t)cfg.sample_every;
+    vl_derive(vl, "operations", bound_names[b], (int64_t)le[b]);
+  }
 }
 
 /* By group, then hook: a group's hooks are next to each other, so that it
@@ -942,14 +1008,14 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
       sum_cpus(per, &e.h);
       struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
       if (!p) {
-        if (e.h.count == 0 && hist_total((const uint64_t *)e.h.bucket) == 0 &&
+        if (e.h.count == 0 && /* every timed event is counted */
             !memcmp(e.h.skipped, (struct nsl_hist){0}.skipped,
                     sizeof(e.h.skipped)))
           continue; /* no event yet for this hook */
         cur[n++] = e;
         continue;
       }
-      for (int b = 0; b < NSL_NBUCKETS; b++)
+      for (int b = 0; b < NSL_NFINE; b++)
         p->h.bucket[b] += e.h.bucket[b];
       p->h.sum_ns += e.h.sum_ns;
       p->h.count += e.h.count;
@@ -1177,7 +1243,10 @@ static void read_grouped(double elapsed) {
     static const struct nsl_hist zero;
     value_list_t vl;
     vl_prepare(&vl, FEATURE, cur[i].inst);
-    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed);
+    if (p)
+      memcpy(cur[i].le, p->le, sizeof(cur[i].le));
+    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
+             cur[i].le);
     cur[kept++] = cur[i]; /* still sorted */
   }
   free(gs);
@@ -1218,7 +1287,7 @@ static int netstacklat_read(void) {
     struct nsl_hist now;
     sum_cpus(percpu, &now);
     if (cfg.groupby == NSL_GROUP_NONE)
-      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed);
+      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed, prev_le[h]);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
       if (!warned_map_full)
         E_WARNING("netstacklat: hook %s: the group table is full "
@@ -1286,6 +1355,9 @@ static int netstacklat_config_entry(const oconfig_item_t *ci) {
     pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
   for (unsigned k = 0; k < HIST_NBUCKETS; k++)
     hist_bucket_name(k, bucket_names[k], sizeof(bucket_names[k]));
+  for (int b = 0; b < cfg.nbounds; b++)
+    snprintf(bound_names[b], sizeof(bound_names[b]), "le_%llu",
+             (unsigned long long)cfg.bounds[b]);
   for (__u32 h = 0; h < NSL_NHOOKS; h++)
     vl_prepare(&hook_vl[h], FEATURE, hook_names[h]);
   return st;

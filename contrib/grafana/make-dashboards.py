@@ -122,6 +122,10 @@ STALLED_DESC = ("TCP sockets with unread data and nothing received for longer th
                 "StalledAfter, and the unread bytes they pin (right axis). The "
                 "notifications name each socket and its process (README, "
                 "Notifications); ss -tnpi shows them.")
+SLO_DESC = ("Share of the hook's events within 10 ms, in percent: the SLO panel. "
+            "Needs BucketBounds 0.01 in <Netstacklat> (counted at 9961472 ns, the "
+            "nearest fine bucket edge); for another bound change both (README, "
+            "BucketBounds). Exact at the bound, and it adds up across hosts.")
 OUTLIERS_DESC = ("Latency outlier notifications per second: notified, and suppressed "
                  "by the kernel's rate limit (OutlierLimit). Empty unless "
                  "OutlierThreshold is set in <Netstacklat> (off by default).")
@@ -179,6 +183,10 @@ def graphite():
             "ns", 12, 16, desc="ns of CPU per second, per program (BPFStats true)."),
         flavour_panel(11, [t("A", "aliasSub($host.ebpf-*.gauge-flavour, "
                                   "'^.*ebpf-([^.]+)\\..*', '\\1')")], 0, 40),
+        panel(12, "netstacklat $hook: share within 10 ms (SLO)", [
+            t("A", "alias(asPercent(%s.operations-le_9961472, %s.operations), "
+                   "'within 10 ms')" % (h, h))],
+            "percent", 0, 45, desc=SLO_DESC),
     ]
     return dashboard("collectd-ebpf-graphite", "collectd-ebpf (Graphite)", "graphite",
                      [var("host", "*", label="Host"),
@@ -257,6 +265,11 @@ def prometheus():
             "ns", 12, 16, desc="Needs BPFStats true."),
         flavour_panel(11, [t("A", 'collectd_ebpf_gauge{instance="$instance",type="flavour"}',
                              "{{ebpf}}")], 0, 40),
+        panel(12, "netstacklat $hook: share within 10 ms (SLO)", [
+            t("A", '100 * rate(collectd_netstacklat_operations_total{%s,type="le_9961472"}[1m])'
+                   ' / ignoring(type) rate(collectd_netstacklat_operations_total{%s,type=""}[1m])'
+                   % (sel, sel), "within 10 ms")],
+            "percent", 0, 45, desc=SLO_DESC),
     ]
     return dashboard("collectd-ebpf-prometheus", "collectd-ebpf (Prometheus)", "prometheus",
                      [var("instance", "label_values(collectd_pressure_percent, instance)",

@@ -38,9 +38,23 @@
                                  after it is readable; answer each
   send-tcp2 ADDR PORT M          connect twice; M times: a message of 100
                                  bytes on each, then wait for both answers
+  recv-tcp-waits ADDR PORT M SHAPE
+                                 recv-tcp whose wait before each read
+                                 follows SHAPE (mix: 18 ms before 7 reads
+                                 in 10, 30 ms before 3; bimodal: none or
+                                 2 ms, half each; tail: 0.2 ms, and 40 ms
+                                 before 1% of the reads), with receive
+                                 timestamps on (SO_TIMESTAMPNS): prints
+                                 each read's wait as the kernel's receive
+                                 time to just before and to just after
+                                 recvmsg(), in ns (JSON {"lo": [..],
+                                 "hi": [..]}): the witness of the plugin's
+                                 tcp_socket_read latency
 A line "ready" on stdout tells that a receiver listens."""
+import json
 import os
 import random
+import struct
 import select
 import socket
 import sys
@@ -168,6 +182,46 @@ def main():
         c.recv(1)
         c.close()
         print(n, flush=True)
+    elif cmd == "recv-tcp-waits":
+        shape, rng = sys.argv[5], random.Random(29)
+        if shape == "mix":
+            waits = [0.018 if i % 10 < 7 else 0.030 for i in range(n)]
+            for b in range(0, n, 10):  # 7 and 3 in each 10, in any order
+                part = waits[b:b + 10]
+                rng.shuffle(part)
+                waits[b:b + 10] = part
+        elif shape == "bimodal":
+            waits = [rng.choice((0, 0.002)) for _ in range(n)]
+        elif shape == "tail":
+            slow = set(rng.sample(range(n), max(1, n // 100)))
+            waits = [0.040 if i in slow else 0.0002 for i in range(n)]
+        else:
+            raise SystemExit("recv-tcp-waits: unknown shape %s" % shape)
+        so_timestampns = 35  # SO_TIMESTAMPNS(_OLD), also SCM_TIMESTAMPNS
+        c, _ = listen(fam, addr, port, 1).accept()
+        c.setsockopt(socket.SOL_SOCKET, so_timestampns, 1)
+        lo, hi = [], []
+        for w in waits:
+            select.select([c], [], [], 20)
+            if w:
+                time.sleep(w)
+            t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
+            data, anc, _, _ = c.recvmsg(100, 64)
+            t1 = time.clock_gettime_ns(time.CLOCK_REALTIME)
+            if not data:
+                raise SystemExit("recv-tcp-waits: the sender closed early")
+            rx = [struct.unpack("qq", d[:16]) for lvl, typ, d in anc
+                  if lvl == socket.SOL_SOCKET and typ == so_timestampns]
+            if not rx:
+                raise SystemExit("recv-tcp-waits: no receive timestamp")
+            ts = rx[0][0] * 1000000000 + rx[0][1]
+            lo.append(t0 - ts)
+            hi.append(t1 - ts)
+            c.send(b"k")
+        c.settimeout(20)
+        c.recv(1)
+        c.close()
+        print(json.dumps({"lo": lo, "hi": hi}), flush=True)
     elif cmd == "proxy-tcp":
         # A proxy's loop on one CPU: two connections (the client's, accepted
         # first, and the backend's) read in turn, the first at once, the

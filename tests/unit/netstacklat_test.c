@@ -19,7 +19,8 @@ static value_list_t vl_h; /* plugin_instance "h" */
 static void dispatch_h(const struct nsl_hist *now, const struct nsl_hist *before,
                        double elapsed) {
   vl_prepare(&vl_h, FEATURE, "h");
-  dispatch(NSL_IP_START, &vl_h, now, before, elapsed);
+  static uint64_t le[MAX_BOUNDS];
+  dispatch(NSL_IP_START, &vl_h, now, before, elapsed, le);
 }
 
 static double got(const char *ti) {
@@ -27,54 +28,68 @@ static double got(const char *ti) {
   return v ? v->v.gauge : -1;
 }
 
-/* A group with 100 events of 50 us, deleted, made again with 3 of 20 us. */
-DEF_TEST(avg_after_bucket_reset) {
+/* A group with 100 events of 50 us, deleted, made again with 3 of 20 us:
+ * the count went down. */
+DEF_TEST(avg_after_count_reset) {
   struct nsl_hist before = {0}, now = {0};
-  before.bucket[hist_bucket_of(50000)] = 100;
+  before.bucket[hist_fine_of(50000)] = 100;
+  before.count = 100;
   before.sum_ns = 100 * 50000ULL;
-  now.bucket[hist_bucket_of(20000)] = 3;
+  now.bucket[hist_fine_of(20000)] = 3;
+  now.count = 3;
   now.sum_ns = 3 * 20000ULL;
   setup();
   dispatch_h(&now, &before, 1.0);
-  double avg = got("avg");
+  double avg = got("avg"), p50 = got("p50");
   if (!(fabs(avg - 20e-6) < 1e-12))
     FAILF("latency-avg %g s, want 2e-05 s (the 3 new events)", avg);
+  if (!(fabs(p50 - 20e-6) <= 20e-6 * HIST_REL_ERR))
+    FAILF("latency-p50 %g s, want 2e-05 s within 4%%", p50);
   return 0;
 }
 
-/* Only the sum shows the reset: every bucket grew, the sum went down
- * (a 1.07 s event before, a 0.55 s one after). */
+/* Only the sum shows the reset: the count grew, the sum went down (a
+ * 1.07 s event before, a 0.55 s one after). */
 DEF_TEST(avg_after_sum_reset) {
   struct nsl_hist before = {0}, now = {0};
-  before.bucket[hist_bucket_of(31000)] = 1;
-  before.bucket[hist_bucket_of(1070000000)] = 1;
+  before.bucket[hist_fine_of(31000)] = 1;
+  before.bucket[hist_fine_of(1070000000)] = 1;
+  before.count = 2;
   before.sum_ns = 31000ULL + 1070000000ULL;
-  now.bucket[hist_bucket_of(17000)] = 2;
-  now.bucket[hist_bucket_of(550000000)] = 1;
+  now.bucket[hist_fine_of(17000)] = 2;
+  now.bucket[hist_fine_of(550000000)] = 1;
+  now.count = 3;
   now.sum_ns = 2 * 17000ULL + 550000000ULL;
-  CHECK_EQ_INT(hist_bucket_of(31000), hist_bucket_of(17000));
-  CHECK_EQ_INT(hist_bucket_of(1070000000), hist_bucket_of(550000000));
   setup();
   dispatch_h(&now, &before, 1.0);
   double avg = got("avg"), want = (double)now.sum_ns / 3 / 1e9;
   if (!(fabs(avg - want) < 1e-9))
     FAILF("latency-avg %g s, want %g s", avg, want);
+  double max = got("max");
+  if (!(max >= 0.55 && max <= 0.55 * 1.0625))
+    FAILF("latency-max %g s, want 0.55 s within one fine bucket", max);
   return 0;
 }
 
-/* No reset: the interval's own events. */
+/* No reset: the interval's own events, also across a 32-bit wrap. */
 DEF_TEST(avg_plain_delta) {
   struct nsl_hist before = {0}, now = {0};
-  before.bucket[hist_bucket_of(50000)] = 100;
+  before.bucket[hist_fine_of(50000)] = 100;
+  before.bucket[hist_fine_of(2000000)] = UINT32_MAX - 1;
+  before.count = 100 + (uint64_t)UINT32_MAX - 1;
   before.sum_ns = 100 * 50000ULL;
   now = before;
-  now.bucket[hist_bucket_of(2000000)] += 4;
+  now.bucket[hist_fine_of(2000000)] += 4; /* wraps to 2 */
+  now.count += 4;
   now.sum_ns += 4 * 2000000ULL;
+  CHECK_EQ_INT(2, now.bucket[hist_fine_of(2000000)]);
   setup();
   dispatch_h(&now, &before, 1.0);
-  double avg = got("avg");
+  double avg = got("avg"), p99 = got("p99");
   if (!(fabs(avg - 2e-3) < 1e-12))
     FAILF("latency-avg %g s, want 0.002 s", avg);
+  if (!(fabs(p99 - 2e-3) <= 2e-3 * HIST_REL_ERR))
+    FAILF("latency-p99 %g s, want 0.002 s within 4%%", p99);
   return 0;
 }
 
@@ -99,13 +114,14 @@ DEF_TEST(sample_every_scales_buckets_only) {
   struct nsl_hist before = {0}, now = {0};
   before.count = 1000;
   now.count = 1000 + 3200; /* 200 timed of 3200 */
-  now.bucket[hist_bucket_of(3000)] = 150;
-  now.bucket[hist_bucket_of(100000)] = 50;
+  now.bucket[hist_fine_of(3000)] = 150;
+  now.bucket[hist_fine_of(100000)] = 50;
   now.sum_ns = 150 * 3000ULL + 50 * 100000ULL;
   setup_sampled(16);
   value_list_t vl;
   vl_prepare(&vl, FEATURE, "h");
-  dispatch(NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0);
+  uint64_t le[MAX_BOUNDS] = {0};
+  dispatch(NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
   CHECK_EQ_INT(4200, (long long)got_t("operations", ""));
   char b1[64], b2[64];
   hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
@@ -118,7 +134,10 @@ DEF_TEST(sample_every_scales_buckets_only) {
   if (fabs(avg - want) > 1e-12)
     FAILF("latency-avg %g s, want %g s", avg, want);
   double p50 = got_t("latency", "p50");
-  double ref = hist_quantile_ns((const uint64_t *)now.bucket, 0.5) / 1e9;
+  uint64_t fine[HIST_NFINE];
+  for (unsigned i = 0; i < HIST_NFINE; i++)
+    fine[i] = now.bucket[i];
+  double ref = hist_quantile_ns(fine, 0.5) / 1e9;
   if (fabs(p50 - ref) > 1e-12)
     FAILF("latency-p50 %g s, want %g s (unscaled)", p50, ref);
   return 0;
@@ -158,9 +177,9 @@ DEF_TEST(identifiers_unchanged) {
           p = cur;
           value_list_t vl;
           vl_prepare(&vl, FEATURE, p.inst);
-          dispatch(h, &vl, &now, &before, 1.0);
+          dispatch(h, &vl, &now, &before, 1.0, p.le);
         } else {
-          dispatch(h, &hook_vl[h], &now, &before, 1.0);
+          dispatch(h, &hook_vl[h], &now, &before, 1.0, prev_le[h]);
         }
         for (int i = 0; i < mock_nvalues; i++) {
           const value_list_t *v = &mock_values[i].vl;
@@ -222,13 +241,91 @@ DEF_TEST(group_name_kept_and_renewed) {
   return 0;
 }
 
+static void setup_bounds(const double *b, int n, double sample) {
+  oconfig_item_t *c = mock_ci("Netstacklat");
+  oconfig_item_t *bb = mock_ci("BucketBounds");
+  for (int i = 0; i < n; i++)
+    mock_num(bb, b[i]);
+  mock_child(c, bb);
+  mock_child(c, mock_num(mock_ci("SampleEvery"), sample));
+  netstacklat_config_entry(c);
+  mock_ci_free(c);
+  mock_reset();
+}
+
+static int64_t le_of(uint64_t ns) {
+  char ti[32];
+  snprintf(ti, sizeof(ti), "le_%llu", (unsigned long long)ns);
+  const struct mock_value *v = mock_find("netstacklat", "h", "operations", ti);
+  return v ? v->v.derive : -1;
+}
+
+/* BucketBounds: per bound, the events at or below it, cumulative, also
+ * across a reset of the kernel's counters, times SampleEvery. */
+DEF_TEST(bucket_bounds_cumulative) {
+  static const double b[] = {0.01, 0.001}; /* 10 ms rounds to an edge */
+  setup_bounds(b, 2, 1);
+  CHECK_EQ_INT(2, cfg.nbounds);
+  CHECK_EQ_U64(1015808, cfg.bounds[0]); /* nearest fine edge to 1 ms */
+  CHECK_EQ_U64(hist_fine_edge_near(10000000), cfg.bounds[1]);
+  CHECK_EQ_U64(9961472, cfg.bounds[1]);
+  struct nsl_hist before = {0}, now = {0};
+  uint64_t le[MAX_BOUNDS] = {0};
+  now.bucket[hist_fine_of(500000)] = 7;   /* 0.5 ms: below both */
+  now.bucket[hist_fine_of(5000000)] = 5;  /* 5 ms: below 10 ms */
+  now.bucket[hist_fine_of(50000000)] = 3; /* 50 ms: above both */
+  now.count = 15;
+  now.sum_ns = 7 * 500000ULL + 5 * 5000000ULL + 3 * 50000000ULL;
+  vl_prepare(&vl_h, FEATURE, "h");
+  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  CHECK_EQ_INT(7, le_of(1015808));
+  CHECK_EQ_INT(12, le_of(9961472));
+  /* the next interval: 2 more below 1 ms */
+  before = now;
+  now.bucket[hist_fine_of(500000)] += 2;
+  now.count += 2;
+  now.sum_ns += 2 * 500000ULL;
+  mock_reset();
+  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  CHECK_EQ_INT(9, le_of(1015808));
+  CHECK_EQ_INT(14, le_of(9961472));
+  /* reset (count down): the counters only grow */
+  before = now;
+  memset(&now, 0, sizeof(now));
+  now.bucket[hist_fine_of(5000000)] = 1;
+  now.count = 1;
+  now.sum_ns = 5000000;
+  mock_reset();
+  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  CHECK_EQ_INT(9, le_of(1015808));
+  CHECK_EQ_INT(15, le_of(9961472));
+  /* SampleEvery 4: timed events times 4 */
+  setup_bounds(b, 2, 4);
+  uint64_t le4[MAX_BOUNDS] = {0};
+  memset(&before, 0, sizeof(before));
+  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le4);
+  CHECK_EQ_INT(4, le_of(9961472));
+  /* at most 32 bounds in all (distinct after rounding) */
+  oconfig_item_t *c = mock_ci("Netstacklat");
+  oconfig_item_t *bb = mock_ci("BucketBounds");
+  for (int i = 0; i < 33; i++)
+    mock_num(bb, 1e-5 * pow(1.3, i)); /* 33 distinct edges */
+  mock_child(c, bb);
+  cfg.nbounds = 0;
+  CHECK(netstacklat_config(c) != 0);
+  mock_ci_free(c);
+  cfg.nbounds = 0;
+  return 0;
+}
+
 int main(void) {
   tl_prog = "netstacklat";
-  RUN_TEST(avg_after_bucket_reset);
+  RUN_TEST(avg_after_count_reset);
   RUN_TEST(avg_after_sum_reset);
   RUN_TEST(avg_plain_delta);
   RUN_TEST(sample_every_scales_buckets_only);
   RUN_TEST(identifiers_unchanged);
+  RUN_TEST(bucket_bounds_cumulative);
   RUN_TEST(group_name_kept_and_renewed);
   END_TEST;
 }

@@ -1,4 +1,4 @@
-/* The BPF side's bucket function (bpf/netstacklat.h, compiled here as
+/* The BPF side's fine bucket function (bpf/netstacklat.h, compiled here as
  * plain C) must agree with plugin/hist.c's reference everywhere. */
 #include "../../plugin/hist.c"
 #include "netstacklat.h"
@@ -8,10 +8,15 @@ DEF_TEST(boundaries) {
   for (int b = 0; b < 64; b++)
     for (int d = -2; d <= 2; d++) {
       uint64_t v = (1ULL << b) + (uint64_t)(int64_t)d;
-      CHECK_EQ_INT(hist_bucket_of(v), nsl_slot_of(v));
+      CHECK_EQ_INT(hist_fine_of(v), nsl_slot_of(v));
     }
-  CHECK_EQ_INT(hist_bucket_of(0), nsl_slot_of(0));
-  CHECK_EQ_INT(hist_bucket_of(UINT64_MAX), nsl_slot_of(UINT64_MAX));
+  for (unsigned i = 0; i + 1 < HIST_NFINE; i++)
+    for (int d = -1; d <= 1; d++) {
+      uint64_t v = hist_fine_hi(i) + (uint64_t)(int64_t)d;
+      CHECK_EQ_INT(hist_fine_of(v), nsl_slot_of(v));
+    }
+  CHECK_EQ_INT(hist_fine_of(0), nsl_slot_of(0));
+  CHECK_EQ_INT(hist_fine_of(UINT64_MAX), nsl_slot_of(UINT64_MAX));
   return 0;
 }
 
@@ -22,9 +27,9 @@ DEF_TEST(random_values) {
     x ^= x >> 7;
     x ^= x << 17;
     uint64_t v = x >> (x & 63);
-    if (hist_bucket_of(v) != nsl_slot_of(v))
+    if (hist_fine_of(v) != nsl_slot_of(v))
       FAILF("value %llu: hist %u, bpf %u", (unsigned long long)v,
-            hist_bucket_of(v), nsl_slot_of(v));
+            hist_fine_of(v), nsl_slot_of(v));
   }
   return 0;
 }
