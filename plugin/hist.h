@@ -35,7 +35,7 @@
  * [max(lo, hi (1 - 4%)), min(hi, lo (1 + 4%))], which is never empty as
  * hi / lo <= 17/16, and every point of which is within 4% of every value
  * in (lo, hi]. (The midpoint of (lo, hi] would be off by up to 3.1%, its
- * lower end by 6.25%.) Below 512 ns the error is at most 512 ns; above
+ * lower end by 5.9%.) Below 512 ns the error is at most 512 ns; above
  * 2^34 ns the estimate is 2^34 ns and only says ">= 17.2 s".
  * hist_max_ns() is the upper bound of the highest non-empty fine bucket:
  * never below the true maximum, at most 6.25% above it.

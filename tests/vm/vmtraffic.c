@@ -17,7 +17,11 @@
  *       which is no network traffic) and GAP_MS more: one message in flight
  *       at a time, so the kernel never coalesces two into one skb (the
  *       merged skb would carry the later message's receive timestamp).
- *       Prints "tcp M" with the reads made.
+ *       Prints "tcp M waits LO HI": the reads made, and of their waits by
+ *       the kernel's receive timestamp (SO_TIMESTAMPNS) the shortest to
+ *       just before recvmsg() and the longest to just after it, in ns
+ *       (-1 -1 without timestamps): the witness of the plugin's
+ *       tcp_socket_read latencies.
  *
  *   vmtraffic clamp PORT SECONDS
  *       TCP bulk over 127.0.0.1: a reader thread reads for the first half,
@@ -169,8 +173,10 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
   int c = accept(ls, NULL, NULL);
   if (c < 0)
     die("accept");
-  int reads = 0;
+  int reads = 0, on = 1;
   char buf[100];
+  long long lo_min = -1, hi_max = -1;
+  setsockopt(c, SOL_SOCKET, 35 /* SO_TIMESTAMPNS(_OLD) */, &on, sizeof(on));
   for (int i = 0; i < m; i++) {
     if (wait_readable(c, 20000) != 1)
       break;
@@ -181,9 +187,32 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
     if (peek && recv(c, buf, sizeof(buf), MSG_PEEK) <= 0)
       break;
     /* MSG_WAITALL: exactly one message per read. */
-    if (recv(c, buf, sizeof(buf), MSG_WAITALL) != (ssize_t)sizeof(buf))
+    struct iovec iov = {buf, sizeof(buf)};
+    union {
+      char b[CMSG_SPACE(sizeof(struct timespec))];
+      struct cmsghdr align;
+    } ctl;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    ssize_t got = recvmsg(c, &mh, MSG_WAITALL);
+    clock_gettime(CLOCK_REALTIME, &t1);
+    if (got != (ssize_t)sizeof(buf))
       break;
     reads++;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == 35) {
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+        long long rx = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        long long lo = t0.tv_sec * 1000000000LL + t0.tv_nsec - rx;
+        long long hi = t1.tv_sec * 1000000000LL + t1.tv_nsec - rx;
+        if (lo_min < 0 || lo < lo_min)
+          lo_min = lo;
+        if (hi > hi_max)
+          hi_max = hi;
+      }
     if (write(go[1], "r", 1) != 1)
       die("write to the sender");
   }
@@ -191,7 +220,7 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
   close(ls);
   int st = 0;
   waitpid(child, &st, 0);
-  printf("tcp %d\n", reads);
+  printf("tcp %d waits %lld %lld\n", reads, lo_min, hi_max);
   return reads == m && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
