@@ -21,12 +21,12 @@ VM_NOBTF   ?= generic
 $(BUILD)/vm/vmtraffic: tests/vm/vmtraffic.c
 	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lm
 
 $(BUILD)/vm/bpfverify: tests/vm/bpfverify.c
 	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lbpf -lelf -lz
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lm -lbpf -lelf -lz
 
 VM_TOOLS := $(BUILD)/vm/vmtraffic $(BUILD)/vm/bpfverify
 

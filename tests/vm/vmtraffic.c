@@ -22,6 +22,27 @@
  *       just before recvmsg() and the longest to just after it, in ns
  *       (-1 -1 without timestamps): the witness of the plugin's
  *       tcp_socket_read latencies.
+ *   vmtraffic tcp ADDR PORT M SHAPE GAP_MS
+ *       The same with a wait before each read that follows SHAPE (a fixed
+ *       pseudo-random order): mix, 18 ms before 7 reads in 10 and 30 ms
+ *       before 3; bimodal, none or 2 ms, half each; tail, 0.2 ms, and
+ *       40 ms before 1 read in 100. Also prints "w LO HI" for every read,
+ *       in order: its wait to just before and to just after recvmsg().
+ *   vmtraffic qcheck DIR READS T0 BASE
+ *       Checks the quantiles the plugin dispatched (the csv files of
+ *       DIR, netstacklat-tcp_socket_read's directory) against the "w"
+ *       lines of READS (the output of a shape run that started at unix
+ *       time T0, when the hook's operations counter was BASE, and the
+ *       only reads of TCP data meanwhile). The reads are in order, so each
+ *       interval's reads are the next ones in READS, as many as its
+ *       operations grew: for each interval of 5 reads or more, every
+ *       latency-pNN within 5% of the exact quantile of those reads' waits
+ *       (rank max(1, ceil(q n)); the shortest to just before recvmsg(),
+ *       the longest to just after) and latency-max from the longest wait
+ *       to 6.25% above it, each +-500 ns (the csv has 6 decimals). Prints
+ *       a line per interval and "qcheck intervals I checked C reads R of
+ *       N worst P%"; exit status 0 only if every check held, C >= 1 and R
+ *       = N.
  *
  *   vmtraffic clamp PORT SECONDS
  *       TCP bulk over 127.0.0.1: a reader thread reads for the first half,
@@ -53,6 +74,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <glob.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -128,8 +151,50 @@ static int udp(const char *addr, int port, int n, int peek) {
   return got == n ? 0 : 1;
 }
 
-static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
+/* The wait before read i of a shape, in microseconds: a fixed
+ * pseudo-random order (an LCG with a fixed seed), the same at every run. */
+static unsigned long long shape_rng = 29;
+static unsigned shape_next(void) {
+  shape_rng = shape_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (unsigned)(shape_rng >> 33);
+}
+static long shape_wait_us(const char *shape, int i) {
+  if (!strcmp(shape, "mix")) {
+    /* 7 of 18 ms and 3 of 30 ms in every 10, in a random order. */
+    static int block[10];
+    if (i % 10 == 0) {
+      for (int k = 0; k < 10; k++)
+        block[k] = k < 7 ? 18000 : 30000;
+      for (int k = 9; k > 0; k--) {
+        int j = (int)(shape_next() % (unsigned)(k + 1)), t = block[k];
+        block[k] = block[j];
+        block[j] = t;
+      }
+    }
+    return block[i % 10];
+  }
+  if (!strcmp(shape, "bimodal"))
+    return shape_next() % 2 ? 2000 : 0;
+  if (!strcmp(shape, "tail")) {
+    /* One read in every 100 (at a random place in it) waits 40 ms. */
+    static int slow;
+    if (i % 100 == 0)
+      slow = (int)(shape_next() % 100);
+    return i % 100 == slow ? 40000 : 200;
+  }
+  return atoi(shape) * 1000L;
+}
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
+
+static int tcp(const char *addr, int port, int m, const char *shape, int gap_ms,
                int peek) {
+  int shaped = !strcmp(shape, "mix") || !strcmp(shape, "bimodal") ||
+               !strcmp(shape, "tail");
   struct sockaddr_storage ss;
   socklen_t len = make_addr(addr, port, &ss);
   int ls = socket(ss.ss_family, SOCK_STREAM, 0), one = 1;
@@ -180,8 +245,9 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
   for (int i = 0; i < m; i++) {
     if (wait_readable(c, 20000) != 1)
       break;
-    if (delay_ms)
-      sleep_ms(delay_ms);
+    long wait_us = shape_wait_us(shape, i);
+    if (wait_us)
+      sleep_us(wait_us);
     /* A reader that peeks first: not a read (tcp_socket_read counts the
      * reads). */
     if (peek && recv(c, buf, sizeof(buf), MSG_PEEK) <= 0)
@@ -208,6 +274,8 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
         long long rx = ts.tv_sec * 1000000000LL + ts.tv_nsec;
         long long lo = t0.tv_sec * 1000000000LL + t0.tv_nsec - rx;
         long long hi = t1.tv_sec * 1000000000LL + t1.tv_nsec - rx;
+        if (shaped)
+          printf("w %lld %lld\n", lo, hi);
         if (lo_min < 0 || lo < lo_min)
           lo_min = lo;
         if (hi > hi_max)
@@ -222,6 +290,150 @@ static int tcp(const char *addr, int port, int m, int delay_ms, int gap_ms,
   waitpid(child, &st, 0);
   printf("tcp %d waits %lld %lld\n", reads, lo_min, hi_max);
   return reads == m && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+/* ---- qcheck: the dispatched quantiles against a shape run's waits. */
+
+struct row {
+  double t, v;
+};
+
+/* The rows of DIR/NAME-YYYY-MM-DD (the csv plugin's files, one a day), in
+ * time order; rows of "nan" are left out. */
+static int read_rows(const char *dir, const char *name, struct row **out) {
+  char pat[4096];
+  glob_t g;
+  int n = 0, cap = 0;
+  *out = NULL;
+  snprintf(pat, sizeof(pat), "%s/%s-[0-9][0-9][0-9][0-9]-*", dir, name);
+  if (glob(pat, 0, NULL, &g))
+    return 0;
+  for (size_t k = 0; k < g.gl_pathc; k++) {
+    FILE *f = fopen(g.gl_pathv[k], "r");
+    char line[256];
+    while (f && fgets(line, sizeof(line), f)) {
+      double t, v;
+      char vs[64];
+      if (sscanf(line, "%lf,%63s", &t, vs) != 2 || strstr(vs, "nan"))
+        continue;
+      v = atof(vs);
+      if (n == cap) {
+        cap = cap ? 2 * cap : 256;
+        *out = realloc(*out, cap * sizeof(**out));
+        if (!*out)
+          die("realloc");
+      }
+      (*out)[n++] = (struct row){t, v};
+    }
+    if (f)
+      fclose(f);
+  }
+  globfree(&g);
+  return n;
+}
+
+static int cmp_ll(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+/* The value of rank max(1, ceil(q n)) of x[0..n) (sorts x). */
+static long long exact_q(long long *x, int n, double q) {
+  qsort(x, n, sizeof(*x), cmp_ll);
+  int r = (int)ceil(q * n - 1e-9);
+  if (r < 1)
+    r = 1;
+  if (r > n)
+    r = n;
+  return x[r - 1];
+}
+
+static int qcheck(const char *dir, const char *reads, double t0, long long base) {
+  FILE *f = fopen(reads, "r");
+  if (!f)
+    die("open the reads");
+  long long *lo = NULL, *hi = NULL;
+  int n = 0, cap = 0;
+  char line[256];
+  while (fgets(line, sizeof(line), f)) {
+    long long a, b;
+    if (sscanf(line, "w %lld %lld", &a, &b) != 2)
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      lo = realloc(lo, cap * sizeof(*lo));
+      hi = realloc(hi, cap * sizeof(*hi));
+      if (!lo || !hi)
+        die("realloc");
+    }
+    lo[n] = a;
+    hi[n++] = b;
+  }
+  fclose(f);
+  static const char *names[] = {"latency-p50", "latency-p90", "latency-p99",
+                                "latency-p999", "latency-max"};
+  static const double qs[] = {0.5, 0.9, 0.99, 0.999, 1};
+  struct row *ops, *q[5];
+  int nops = read_rows(dir, "operations", &ops), nq[5];
+  for (int k = 0; k < 5; k++)
+    nq[k] = read_rows(dir, names[k], &q[k]);
+  long long *xl = malloc((n + 1) * sizeof(*xl)), *xh = malloc((n + 1) * sizeof(*xh));
+  long long prev = base;
+  int intervals = 0, checked = 0, fails = 0;
+  double worst = 0;
+  for (int i = 0; i < nops; i++) {
+    if (ops[i].t <= t0 || (long long)ops[i].v <= prev)
+      continue;
+    long long c = (long long)ops[i].v;
+    long long from = prev - base, to = c - base;
+    prev = c;
+    intervals++;
+    if (to > n) {
+      printf("interval %.3f: operations %lld, beyond the %d reads made\n", ops[i].t,
+             to, n);
+      fails++;
+      break;
+    }
+    int m = (int)(to - from);
+    if (m < 5) {
+      printf("interval %.3f: reads %lld..%lld, too few to check\n", ops[i].t, from,
+             to - 1);
+      continue;
+    }
+    checked++;
+    printf("interval %.3f: reads %lld..%lld:", ops[i].t, from, to - 1);
+    for (int k = 0; k < 5; k++) {
+      double est = -1;
+      for (int j = 0; j < nq[k]; j++)
+        if (fabs(q[k][j].t - ops[i].t) < 0.1)
+          est = q[k][j].v * 1e9;
+      memcpy(xl, lo + from, m * sizeof(*xl));
+      memcpy(xh, hi + from, m * sizeof(*xh));
+      long long wl = exact_q(xl, m, qs[k]), wh = exact_q(xh, m, qs[k]);
+      int ok;
+      double dev = 0;
+      if (k < 4) {
+        ok = est >= 0.95 * wl - 500 && est <= 1.05 * wh + 500;
+        if (est < wl)
+          dev = (est - wl) / wl;
+        else if (est > wh)
+          dev = (est - wh) / wh;
+      } else {
+        ok = est >= 0.999 * wl - 500 && est <= 1.0625 * wh + 500;
+      }
+      if (k < 4 && fabs(dev) > fabs(worst))
+        worst = dev;
+      printf(" %s %.1f us (waits %.1f..%.1f)%s", names[k] + 8, est / 1e3, wl / 1e3,
+             wh / 1e3, ok ? "" : " FAIL");
+      if (!ok)
+        fails++;
+    }
+    printf("\n");
+  }
+  long long got = prev - base;
+  printf("qcheck intervals %d checked %d reads %lld of %d worst %+.2f%%\n", intervals,
+         checked, got, n, 100 * worst);
+  return fails == 0 && checked >= 1 && got == n ? 0 : 1;
 }
 
 struct clamp_reader {
@@ -461,10 +673,12 @@ int main(int argc, char **argv) {
     return udp(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6);
   if ((argc == 7 || (argc == 8 && !strcmp(argv[7], "peek"))) &&
       !strcmp(argv[1], "tcp"))
-    return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
-               atoi(argv[6]), argc == 8);
+    return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5], atoi(argv[6]),
+               argc == 8);
+  if (argc == 6 && !strcmp(argv[1], "qcheck"))
+    return qcheck(argv[2], argv[3], atof(argv[4]), atoll(argv[5]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
-                  "tcp ADDR PORT M DELAY_MS GAP_MS | clamp PORT SECONDS [CPU] | "
+                  "tcp ADDR PORT M DELAY_MS|SHAPE GAP_MS | qcheck DIR READS T0 BASE | clamp PORT SECONDS [CPU] | "
                   "conc PORT FLOWS N block|spin\n");
   return 2;
 }
