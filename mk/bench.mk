@@ -13,7 +13,7 @@ CHECK_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
 BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices $(BUILD)/bench/iter_floor.bpf.o \
-	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o
+	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o $(BUILD)/bench/pkt_floor.bpf.o
 
 # bench/socketscan: the stalled-receiver scan's cost against idle sockets.
 SOCKETSCAN_BINS := $(BUILD)/bench/readcost $(BUILD)/bench/iter_floor.bpf.o
