@@ -3,8 +3,8 @@
 # as root; prints a table and writes CSV to $(BUILD)/bench. It reports and
 # never fails on a threshold; it ends with issue 13's targets, met or missed.
 # BENCH_ROUNDS=N (default 3) rounds per arm;
-# BENCH_ONLY=ladder,per_event,system,plugin,sockets picks sections; BENCH_CONFIGS=
-# filters_off,sample16,... picks per_event's configurations; BENCH_CPU=N pins the
+# BENCH_ONLY=ladder,per_event,per_packet,max_rate,system,plugin,sockets picks sections;
+# BENCH_CONFIGS=filters_off,sample16,... picks per_event's (and per_packet's) configurations; BENCH_CPU=N pins the
 # traffic (default: the last CPU). BENCH_ONLY also knows system_arms (not run
 # by default); BENCH_SLICES / BENCH_SLICE_SECONDS size the system
 # section. See docs/performance.md and docs/development.md.
