@@ -413,6 +413,41 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
   record(NSL_UDP_SOCKET_ENQUEUED, t, not_rx, group, sk, NULL, iif);
 }
 
+/* tcp_window's clamped wakeups, counted here when tcp_window's clamps
+ * hook runs in the tracepoint flavour too: one program on sk_data_ready
+ * instead of two, so a packet pays one program entry there (issue 23).
+ * User space (plugin/netstacklat.c, netstacklat_serve_tcp_window()) sets
+ * these after load, once tcp_window has chosen that flavour; 0: off, and
+ * tcp_window's own program (bpf/tcp_window.bpf.c, the same logic) runs
+ * instead. tcpw_netns: the namespace tcp_window counts (0: all). */
+__u32 tcpw_threshold = 0;
+__u32 tcpw_netns = 0;
+
+/* tcp_window/operations-clamped_wakeups, when served here. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} netstacklat_tcpw_wakeups SEC(".maps");
+
+static __always_inline void tcpw_wakeup(const struct sock *sk,
+                                        __u32 threshold) {
+  /* A listener's data_ready is a new connection, not data. */
+  if (sk->__sk_common.skc_state == TCP_LISTEN)
+    return;
+  __u32 ns = tcpw_netns;
+  if (ns && sk->__sk_common.skc_net.net->ns.inum != ns)
+    return;
+  struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+  if (!tp || tp->rcv_ssthresh >= threshold)
+    return;
+  __u32 zero = 0;
+  __u64 *v = bpf_map_lookup_elem(&netstacklat_tcpw_wakeups, &zero);
+  if (v)
+    *v += 1; /* per-CPU slot: no atomic needed */
+}
+
 /* sk_data_ready fires when a socket is told it has data: right after a
  * TCP segment or a UDP datagram was queued. One program serves both
  * enqueue hooks, so the tracepoint's entry and the socket's protocol and
@@ -427,6 +462,9 @@ int BPF_PROG(enqueued_tp, const struct sock *sk) {
   if (targ_tcp_enqueued_tp && proto == 6 /* IPPROTO_TCP */) {
     if (is_inet(sk))
       enqueued_tail(NSL_TCP_SOCKET_ENQUEUED, sk);
+    __u32 threshold = tcpw_threshold;
+    if (threshold)
+      tcpw_wakeup(sk, threshold);
   } else if (targ_udp_enqueued_tp && proto == 17 /* IPPROTO_UDP */) {
     if (is_inet(sk))
       udp_enqueued_tail(sk);

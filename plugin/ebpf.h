@@ -33,6 +33,18 @@ extern const struct ebpf_feature feature_pressure;
 extern const struct ebpf_feature feature_netstacklat;
 extern const struct ebpf_feature feature_tcp_window;
 
+/* One program on sk_data_ready for two features (issue 23): while
+ * netstacklat's tcp_socket_enqueued runs in the tracepoint flavour, its
+ * program also counts tcp_window's clamped wakeups (rcv_ssthresh below
+ * threshold; netns_inum 0: every namespace), and tcp_window attaches none
+ * of its own there. netstacklat_serve_tcp_window() returns 0 when it does
+ * (netstacklat inits first), -ENOENT when it cannot; the count is then read
+ * with netstacklat_tcp_window_count() (-ENOENT once netstacklat is gone),
+ * and netstacklat_unserve_tcp_window() stops it. */
+int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum);
+int netstacklat_tcp_window_count(uint64_t *sum);
+void netstacklat_unserve_tcp_window(void);
+
 /* ---- dispatch helpers ---- */
 void submit_gauge(const char *plugin, const char *plugin_instance,
                   const char *type, const char *type_instance, double v);

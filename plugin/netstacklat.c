@@ -1363,6 +1363,37 @@ static int netstacklat_config_entry(const oconfig_item_t *ci) {
   return st;
 }
 
+/* ----------------------------------- tcp_window's sk_data_ready work */
+
+int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum) {
+  if (!skel || !threshold ||
+      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour != FLAVOUR_TP)
+    return -ENOENT;
+  skel->bss->tcpw_netns = netns_inum;
+  /* The namespace before the switch: the program reads it after. */
+  __atomic_store_n(&skel->bss->tcpw_threshold, threshold, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int netstacklat_tcp_window_count(uint64_t *sum) {
+  if (!skel || !skel->bss->tcpw_threshold)
+    return -ENOENT;
+  uint64_t v[ncpus];
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.netstacklat_tcpw_wakeups),
+                          &zero, v) != 0)
+    return -errno;
+  *sum = 0;
+  for (int i = 0; i < ncpus; i++)
+    *sum += v[i];
+  return 0;
+}
+
+void netstacklat_unserve_tcp_window(void) {
+  if (skel)
+    __atomic_store_n(&skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
+}
+
 const struct ebpf_feature feature_netstacklat = {
     .block = "Netstacklat",
     .name = FEATURE,

@@ -164,6 +164,10 @@ static void clamps_destroy(void *ctx) {
   skel = NULL;
 }
 
+/* Clamped wakeups counted by netstacklat's sk_data_ready program
+ * (netstacklat_serve_tcp_window()): ours is then detached. */
+static bool served;
+
 static int clamps_init(void) {
   struct loader_ops ops = {.open = clamps_open,
                            .load = clamps_load,
@@ -175,6 +179,21 @@ static int clamps_init(void) {
       clamps_destroy(NULL);
     E_WARNING(FEATURE ": clamps are not counted on this kernel (see above).");
     return n < 0 ? n : -ENOTSUP;
+  }
+  /* One program on sk_data_ready for both features: each program there
+   * costs every packet its entry (docs/performance.md). ClampTransitions
+   * keeps ours (its socket storage is this object's). */
+  served = hooks[0].flavour == FLAVOUR_TP && !cfg.transitions &&
+           netstacklat_serve_tcp_window((uint32_t)cfg.threshold, netns_ino) == 0;
+  if (served) {
+    for (int i = 0; i < hooks[0].nlinks; i++) {
+      bpf_link__destroy(hooks[0].links[i]);
+      hooks[0].links[i] = NULL;
+    }
+    hooks[0].nlinks = 0;
+    E_INFO(FEATURE ": clamped wakeups are counted by netstacklat's "
+                   "sk_data_ready program (one program on the tracepoint "
+                   "for both features); tcp_window's own is not attached.");
   }
   return 0;
 }
@@ -214,7 +233,8 @@ static void clamps_read(void) {
    * sk_data_ready events of clamped sockets, under its own name
    * (docs/tcp_window.md). */
   if (hooks[0].flavour == FLAVOUR_TP) {
-    if (percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
+    if (served ? netstacklat_tcp_window_count(&v) == 0
+               : percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
       vl_derive(tw_vl(), "operations", "clamped_wakeups", (int64_t)v);
   } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
     vl_derive(tw_vl(), "operations", "clamps", (int64_t)v);
@@ -1110,6 +1130,9 @@ static int tcp_window_read(void) {
 static void tcp_window_shutdown(void) {
   diag_one_walk = true;
   iter_free();
+  if (served)
+    netstacklat_unserve_tcp_window();
+  served = false;
   loader_detach(hooks, 1);
   if (skel)
     clamps_destroy(NULL);
