@@ -38,6 +38,10 @@ const volatile bool targ_udp_enqueued_tp = true;
 #define NSL_SAMPLING 0
 #endif
 const volatile __u32 targ_sample_every = 1;
+/* SampleEvery auto: each hook's N, in sample_n[hook], set by user space at
+ * every read to keep CostBudget (1: every event timed). */
+const volatile bool targ_sample_auto = false;
+__u32 sample_n[NSL_NHOOKS]; /* 0 or 1: every event timed */
 /* OutlierThreshold in ns; 0: off. The path is compiled only into
  * netstacklat_outliers.bpf.c (NSL_OUTLIERS 1), loaded when it is on. */
 #ifndef NSL_OUTLIERS

@@ -124,7 +124,22 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
    * division). A fixed countdown of N - 1 fell in step with workloads that
    * alternate: a proxy reading a client and a backend socket in turn on
    * one CPU had, with N even, only one of them ever timed. */
-  if (NSL_SAMPLING && targ_sample_every > 1) {
+  if (NSL_SAMPLING && targ_sample_auto) {
+    /* SampleEvery auto: N can change at every read. A countdown drawn for
+     * a larger N than the one now in force is dropped, so that a lower N
+     * takes effect at once, not after the old gap. */
+    __u32 n = 1;
+    if (hook < NSL_NHOOKS)
+      n = sample_n[hook];
+    if (n > 1) {
+      __u64 cd = h->countdown;
+      if (cd && cd < 2 * (__u64)n - 1) {
+        h->countdown = cd - 1;
+        return;
+      }
+      h->countdown = ((__u64)bpf_get_prandom_u32() * (2 * (__u64)n - 1)) >> 32;
+    }
+  } else if (NSL_SAMPLING && targ_sample_every > 1) {
     if (h->countdown) {
       h->countdown--;
       return;

@@ -134,7 +134,9 @@ static struct {
   bool timestamps; /* hold an SO_TIMESTAMPING socket */
   double outlier_s; /* OutlierThreshold; 0: off */
   long long outlier_limit;
-  long long sample_every; /* SampleEvery: time one event in this many */
+  long long sample_every; /* SampleEvery: time one event in this many; 0:
+                           * auto (each hook's N chosen to keep CostBudget) */
+  double cost_budget;      /* CostBudget, % of one CPU (SampleEvery auto) */
   /* BucketBounds, in ns, rounded to fine bucket edges, sorted, unique */
   uint64_t bounds[MAX_BOUNDS];
   int nbounds;
@@ -156,6 +158,8 @@ static void cfg_defaults(void) {
   cfg.outlier_s = 0;
   cfg.outlier_limit = 10;
   cfg.sample_every = 1;
+  cfg.cost_budget = 0.5;
+  cfg.nbounds = 0;
 }
 
 /* --------------------------------------------------------------- config */
@@ -212,6 +216,21 @@ static bool pct_name(double p, char *buf, size_t len) {
   }
   buf[o] = 0;
   return true;
+}
+
+/* CostBudget: a percentage of one CPU, 0.001 to 100. */
+static int cfg_percent(const oconfig_item_t *ci, double *out) {
+  if (ci->values_num != 1 || ci->children_num != 0 ||
+      ci->values[0].type != OCONFIG_TYPE_NUMBER ||
+      !isfinite(ci->values[0].value.number) ||
+      ci->values[0].value.number < 0.001 || ci->values[0].value.number > 100) {
+    E_ERROR("invalid value %s for option \"%s\" in block <Netstacklat>: "
+            "expected one number from 0.001 to 100 (percent of one CPU).",
+            cfg_values_str(ci, (char[256]){0}, 256), ci->key);
+    return -1;
+  }
+  *out = ci->values[0].value.number;
+  return 0;
 }
 
 static int cfg_percentiles(const oconfig_item_t *ci) {
@@ -358,9 +377,24 @@ static int netstacklat_config(const oconfig_item_t *ci) {
     else if (!strcasecmp(k, "OutlierLimit"))
       st = cfg_once(c, &seen[10]) ||
            cfg_int_range(c, 1, 10000, &cfg.outlier_limit);
-    else if (!strcasecmp(k, "SampleEvery"))
-      st = cfg_once(c, &seen[11]) ||
-           cfg_int_range(c, 1, 65536, &cfg.sample_every);
+    else if (!strcasecmp(k, "SampleEvery")) {
+      if (c->values_num == 1 && c->children_num == 0 &&
+          c->values[0].type == OCONFIG_TYPE_STRING &&
+          !strcasecmp(c->values[0].value.string, "auto")) {
+        st = cfg_once(c, &seen[11]);
+        cfg.sample_every = 0;
+      } else if (c->values_num == 1 && c->values[0].type == OCONFIG_TYPE_NUMBER) {
+        st = cfg_once(c, &seen[11]) ||
+             cfg_int_range(c, 1, 65536, &cfg.sample_every);
+      } else {
+        E_ERROR("invalid value %s for option \"SampleEvery\" in block "
+                "<Netstacklat>: expected one integer from 1 to 65536, or "
+                "\"auto\".",
+                cfg_values_str(c, (char[256]){0}, 256));
+        st = -1;
+      }
+    } else if (!strcasecmp(k, "CostBudget"))
+      st = cfg_once(c, &seen[12]) || cfg_percent(c, &cfg.cost_budget);
     else if (!strcasecmp(k, "MaxGroups"))
       st = cfg_once(c, &seen[7]) ||
            cfg_int_range(c, 1, 65536, &cfg.max_groups);
@@ -368,6 +402,12 @@ static int netstacklat_config(const oconfig_item_t *ci) {
       st = cfg_unknown(c, "Netstacklat");
     if (st)
       errors++;
+  }
+  if (!errors && seen[12] && cfg.sample_every != 0) {
+    E_ERROR("option \"CostBudget\" in block <Netstacklat>: it sets what "
+            "SampleEvery \"auto\" keeps to; add SampleEvery \"auto\" or "
+            "remove CostBudget.");
+    errors++;
   }
   if (!errors && (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
       cfg.hooks_set) {
@@ -427,6 +467,16 @@ static struct nsl_ifnames ifnames;
 static struct nsl_slots cgslots;
 static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
 static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
+/* SampleEvery: each hook's N during the interval being read (fixed N, or
+ * auto's choice at the read before), and its events in that interval
+ * (exact, every N), summed by dispatch(). */
+static uint32_t n_used[NSL_NHOOKS];
+static uint64_t programs_run_ns(void);
+static uint64_t hook_events[NSL_NHOOKS];
+/* SampleEvery auto: the programs' run time at the last read (BPF stats;
+ * 0 while they are off), and whether the budget was out of reach then. */
+static uint64_t auto_run_ns;
+static bool auto_over;
 static size_t groups_shared; /* groups named with their hash (last read) */
 
 static double now_mono(struct timespec *ts) {
@@ -450,7 +500,7 @@ static void set_clock_offset(void) {
 static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
-  if (!cfg.outlier_s && cfg.sample_every <= 1) {
+  if (!cfg.outlier_s && cfg.sample_every == 1) {
     skel = netstacklat_bpf__open_opts(&opts);
   } else {
     /* The same maps, programs and variables, with the outlier path (and
@@ -484,6 +534,9 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   skel->rodata->targ_outlier_ns = (__u64)(cfg.outlier_s * 1e9 + 0.5);
   skel->rodata->targ_outlier_limit = (__u64)cfg.outlier_limit;
   skel->rodata->targ_sample_every = (__u32)cfg.sample_every;
+  skel->rodata->targ_sample_auto = cfg.sample_every == 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    skel->bss->sample_n[h] = 1;
   /* Off: the smallest ring buffer there is (one page). */
   if (!cfg.outlier_s)
     bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
@@ -824,6 +877,19 @@ static int netstacklat_init(void) {
       .plugin = FEATURE, .hook_names = hook_names, .cgroups = &cgroups};
   memset(prev, 0, sizeof(prev));
   memset(prev_le, 0, sizeof(prev_le));
+  memset(hook_events, 0, sizeof(hook_events));
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    n_used[h] = cfg.sample_every ? (uint32_t)cfg.sample_every : 1;
+  auto_run_ns = cfg.sample_every ? 0 : programs_run_ns();
+  auto_over = false;
+  if (cfg.sample_every == 0)
+    E_INFO(FEATURE ": SampleEvery auto: each hook's N is chosen every "
+           "interval to keep the programs within CostBudget %g%% of a CPU "
+           "(estimated from the events and %s).",
+           cfg.cost_budget,
+           programs_run_ns() || ebpf_global.bpf_stats
+               ? "the programs' run time (BPF statistics)"
+               : "a calibrated cost per event; BPFStats true measures it");
   now_mono(&last_read);
   return 0;
 }
@@ -883,8 +949,11 @@ static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
   vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
   vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
   /* SampleEvery N: one event in N was timed, so a bucket's rate is its
-   * timed count times N. The only place the sampling rate enters. */
-  double scale = (double)cfg.sample_every;
+   * timed count times N (with auto, the hook's N during the interval). */
+  uint64_t n_int = cfg.sample_every ? (uint64_t)cfg.sample_every : n_used[hook];
+  double scale = (double)n_int;
+  hook_events[hook] +=
+      now->count >= before->count ? now->count - before->count : now->count;
   if (cfg.buckets && elapsed > 0) {
     uint64_t coarse[HIST_NBUCKETS];
     hist_coarse(d, coarse);
@@ -895,7 +964,7 @@ static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
   /* BucketBounds: cumulative counters kept here, so that they only grow
    * (a group's counters made again start from zero in the kernel). */
   for (int b = 0; b < cfg.nbounds; b++) {
-    le[b] += hist_at_or_below(d, cfg.bounds[b]) * (uint64_t)cfg.sample_every;
+    le[b] += hist_at_or_below(d, cfg.bounds[b]) * n_int;
     vl_derive(vl, "operations", bound_names[b], (int64_t)le[b]);
   }
 }
@@ -1258,6 +1327,129 @@ out:
   free(vals);
 }
 
+/* ---------------------------------------------- SampleEvery auto */
+
+/* The cost of an event to the plugin's programs when BPF run statistics
+ * are off, calibrated with make bench's per_packet section on the
+ * project's machine (docs/performance.md): an untimed event about 65 ns
+ * and a timed one about 100 ns, each program's entry included; rounded
+ * up. With statistics on, the measured run time replaces the untimed
+ * part. */
+#define AUTO_UNTIMED_NS 70.0
+#define AUTO_TIMED_EXTRA_NS 40.0
+#define AUTO_MAX_N 65536u
+
+/* The run time of our loaded programs so far (0 while BPF statistics are
+ * off: kernel.bpf_stats_enabled, or BPFStats true). */
+static uint64_t programs_run_ns(void) {
+  uint64_t sum = 0;
+  struct bpf_program *p;
+  bpf_object__for_each_program(p, skel->obj) {
+    int fd = bpf_program__fd(p);
+    if (fd < 0)
+      continue;
+    struct bpf_prog_info info;
+    __u32 len = sizeof(info);
+    memset(&info, 0, sizeof(info));
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+      sum += info.run_time_ns;
+  }
+  return sum;
+}
+
+/* Every interval: each hook's N for the next one, a power of two, as
+ * small as keeps the programs' estimated time within 90% of CostBudget
+ * (room for the rates' swings): N of the hook with the most timed time
+ * doubled first. The untimed part (every event's count, filters, and the
+ * programs' entries) is what no N removes: when even N = 65536 leaves the
+ * estimate above the budget, one WARNING says so (and one INFO when it is
+ * kept again). A lower N is
+ * taken only while the estimate stays well within the budget (at once
+ * below 70% of it, by halves below 80%), so that N does not flap. */
+static void sample_auto(double elapsed) {
+  uint64_t run = programs_run_ns();
+  uint64_t dr = run >= auto_run_ns ? run - auto_run_ns : 0;
+  auto_run_ns = run;
+  if (elapsed <= 0)
+    return;
+  double rate[NSL_NHOOKS] = {0}, timed = 0, fixed = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    rate[h] = (double)hook_events[h] / elapsed;
+    timed += rate[h] * AUTO_TIMED_EXTRA_NS / n_used[h];
+    fixed += rate[h] * AUTO_UNTIMED_NS;
+  }
+  if (dr > 0) {
+    /* Measured: what the programs took, less the timed part the model
+     * gives the interval's N. */
+    fixed = (double)dr / elapsed - timed;
+    if (fixed < 0)
+      fixed = 0;
+  }
+  double budget = cfg.cost_budget / 100.0 * 1e9; /* ns per second */
+  uint32_t n[NSL_NHOOKS];
+  double cost = fixed;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    n[h] = 1;
+    cost += rate[h] * AUTO_TIMED_EXTRA_NS;
+  }
+  while (cost > 0.9 * budget) {
+    int best = -1;
+    for (int h = 0; h < NSL_NHOOKS; h++)
+      if (rate[h] > 0 && n[h] < AUTO_MAX_N &&
+          (best < 0 || rate[h] / n[h] > rate[best] / n[best]))
+        best = h;
+    if (best < 0)
+      break;
+    cost -= rate[best] * AUTO_TIMED_EXTRA_NS / n[best] / 2;
+    n[best] *= 2;
+  }
+  bool over = cost > budget;
+  if (over && !auto_over)
+    E_WARNING(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU cannot "
+              "be kept by sampling: what every event costs, timed or not, "
+              "is already %.3f%%; N is at most %u where events come.",
+              cfg.cost_budget, fixed / 1e7, AUTO_MAX_N);
+  else if (!over && auto_over)
+    E_INFO(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU is kept "
+           "again.", cfg.cost_budget);
+  auto_over = over;
+  /* Lower N only well within the budget. */
+  uint32_t next[NSL_NHOOKS];
+  bool lower = false;
+  double c_next = fixed, c_half = fixed;
+  uint32_t half[NSL_NHOOKS];
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    uint32_t cur = n_used[h];
+    next[h] = n[h];
+    half[h] = n[h] >= cur ? n[h] : (cur / 2 > n[h] ? cur / 2 : n[h]);
+    if (n[h] < cur)
+      lower = true;
+    c_next += rate[h] * AUTO_TIMED_EXTRA_NS / next[h];
+    c_half += rate[h] * AUTO_TIMED_EXTRA_NS / half[h];
+  }
+  if (lower && c_next > 0.7 * budget) {
+    bool halves = c_half <= 0.8 * budget;
+    c_next = fixed;
+    for (int h = 0; h < NSL_NHOOKS; h++) {
+      if (next[h] < n_used[h])
+        next[h] = halves ? half[h] : n_used[h];
+      c_next += rate[h] * AUTO_TIMED_EXTRA_NS / next[h];
+    }
+  }
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0 || next[h] == n_used[h])
+      continue;
+    E_INFO(FEATURE ": SampleEvery auto: hook %s: N %u -> %u (%.0f events/s; "
+           "the programs' estimated time %.3f%% of a CPU, CostBudget %g%%).",
+           hook_names[h], n_used[h], next[h], rate[h], c_next / 1e7,
+           cfg.cost_budget);
+    skel->bss->sample_n[h] = next[h];
+    n_used[h] = next[h];
+  }
+}
+
 static int netstacklat_read(void) {
   if (!skel)
     return -1;
@@ -1310,6 +1502,17 @@ static int netstacklat_read(void) {
     read_grouped(elapsed);
   if (outlier_rb)
     read_outliers();
+  /* The N the interval's values were made with (fixed, or auto's). */
+  for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    char inst[DATA_MAX_NAME_LEN];
+    snprintf(inst, sizeof(inst), "%s-%s", FEATURE, hook_names[h]);
+    submit_gauge(PLUGIN_NAME, inst, "gauge", "sample_every", (double)n_used[h]);
+  }
+  if (cfg.sample_every == 0)
+    sample_auto(elapsed);
+  memset(hook_events, 0, sizeof(hook_events));
   return 0;
 }
 

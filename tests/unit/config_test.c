@@ -155,6 +155,12 @@ static const struct kcase cases[] = {
     N1("Netstacklat", "SampleEvery", 2.5, false),
     S1("Netstacklat", "SampleEvery", "x", false),
     S1("Netstacklat", "SampleEvery", "16", false),
+    S1("Netstacklat", "SampleEvery", "auto", true),
+    S1("Netstacklat", "SampleEvery", "AUTO", true),
+    S1("Netstacklat", "SampleEvery", "automatic", false),
+    S2("Netstacklat", "SampleEvery", "auto", "16", false),
+    /* alone: CostBudget needs SampleEvery auto (cost_budget_needs_auto) */
+    N1("Netstacklat", "CostBudget", 0.5, false),
     B1("Netstacklat", "Bukets", 1, false),
     /* WindowClamp */
     N1("WindowClamp", "Threshold", 32768, true),
@@ -228,6 +234,43 @@ DEF_TEST(stalled_notifications_need_the_scan) {
     CHECK_EQ_INT(explicit_on, config_errors);
     CHECK((mock_log_find(LOG_ERR, "\"StalledNotifications\"") >= 0) ==
           explicit_on);
+    ebpf_shutdown();
+    mock_ci_free(root);
+  }
+  return 0;
+}
+
+/* CostBudget sets what SampleEvery auto keeps to: with it, any value in
+ * [0.001, 100] percent of a CPU; without it, an error naming CostBudget. */
+DEF_TEST(cost_budget_needs_auto) {
+  static const struct {
+    const char *every; /* NULL: no SampleEvery */
+    double budget;
+    int errors;
+  } rows[] = {{"auto", 0.5, 0},  {"auto", 0.001, 0}, {"auto", 100, 0},
+              {"auto", 0, 1},    {"auto", 100.5, 1}, {"auto", -1, 1},
+              {NULL, 0.5, 1},    {"16", 0.5, 1}};
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    oconfig_item_t *root = mock_ci("Plugin");
+    oconfig_item_t *b = mock_ci("Netstacklat");
+    if (rows[i].every) {
+      oconfig_item_t *e = mock_ci("SampleEvery");
+      if (!strcmp(rows[i].every, "auto"))
+        mock_str(e, "auto");
+      else
+        mock_num(e, atof(rows[i].every));
+      mock_child(b, e);
+    }
+    mock_child(b, mock_num(mock_ci("CostBudget"), rows[i].budget));
+    mock_child(root, b);
+    mock_reset();
+    ebpf_config(root);
+    if (config_errors != rows[i].errors)
+      FAILF("SampleEvery %s, CostBudget %g: %d errors, want %d",
+            rows[i].every ? rows[i].every : "(none)", rows[i].budget,
+            config_errors, rows[i].errors);
+    if (rows[i].errors)
+      CHECK(mock_log_find(LOG_ERR, "CostBudget") >= 0);
     ebpf_shutdown();
     mock_ci_free(root);
   }
@@ -622,6 +665,7 @@ int main(void) {
   RUN_TEST(every_key_good_and_bad);
   RUN_TEST(repeated_key_refused);
   RUN_TEST(stalled_notifications_need_the_scan);
+  RUN_TEST(cost_budget_needs_auto);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);
   RUN_TEST(names_never_shared);

@@ -143,6 +143,41 @@ DEF_TEST(sample_every_scales_buckets_only) {
   return 0;
 }
 
+/* SampleEvery auto: each hook's buckets (and BucketBounds) scaled by the
+ * N that hook had during the interval, another hook's N left alone;
+ * operations exact. */
+DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
+  oconfig_item_t *b = mock_ci("Netstacklat");
+  mock_child(b, mock_str(mock_ci("SampleEvery"), "auto"));
+  mock_child(b, mock_bool(mock_ci("Buckets"), 1));
+  mock_child(b, mock_num(mock_ci("BucketBounds"), 0.00001));
+  CHECK_EQ_INT(0, netstacklat_config_entry(b));
+  mock_ci_free(b);
+  mock_reset();
+  n_used[NSL_UDP_SOCKET_READ] = 8;
+  n_used[NSL_TCP_SOCKET_READ] = 2;
+  memset(hook_events, 0, sizeof(hook_events));
+  struct nsl_hist before = {0}, now = {0};
+  now.count = 800; /* 100 timed of 800 */
+  now.bucket[hist_fine_of(3000)] = 100;
+  now.sum_ns = 100 * 3000ULL;
+  value_list_t vl;
+  vl_prepare(&vl, FEATURE, "h");
+  uint64_t le[MAX_BOUNDS] = {0};
+  dispatch(NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
+  CHECK_EQ_INT(800, (long long)got_t("operations", ""));
+  char b1[64];
+  hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
+  if (fabs(got_t("bucket", b1) - 100 * 8 / 2.0) > 1e-9)
+    FAILF("bucket rate %g /s, want 400 (100 timed x N 8 / 2 s)", got_t("bucket", b1));
+  CHECK_EQ_INT(800, (long long)le[0]);
+  CHECK_EQ_INT(800, (long long)hook_events[NSL_UDP_SOCKET_READ]);
+  n_used[NSL_UDP_SOCKET_READ] = n_used[NSL_TCP_SOCKET_READ] = 1;
+  memset(hook_events, 0, sizeof(hook_events));
+  cfg_defaults();
+  return 0;
+}
+
 /* Every identifier dispatch() gives, for every hook, ungrouped (the names
  * prepared at config) and grouped (a name made from the group), with every
  * bucket and both IncludeHOLBlocked settings, is exactly what the plugin
@@ -324,6 +359,7 @@ int main(void) {
   RUN_TEST(avg_after_sum_reset);
   RUN_TEST(avg_plain_delta);
   RUN_TEST(sample_every_scales_buckets_only);
+  RUN_TEST(sample_every_auto_scales_by_the_hooks_n);
   RUN_TEST(identifiers_unchanged);
   RUN_TEST(bucket_bounds_cumulative);
   RUN_TEST(group_name_kept_and_renewed);
