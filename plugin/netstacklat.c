@@ -1363,9 +1363,9 @@ static uint64_t programs_run_ns(void) {
  * doubled first. The untimed part (every event's count, filters, and the
  * programs' entries) is what no N removes: when even N = 65536 leaves the
  * estimate above the budget, one WARNING says so (and one INFO when it is
- * kept again). A lower N is
- * taken only while the estimate stays well within the budget (at once
- * below 70% of it, by halves below 80%), so that N does not flap. */
+ * kept again). A lower N is taken only while the estimate stays well
+ * within the budget (at once below 70% of it, by halves below 80%), so
+ * that N does not flap. */
 static void sample_auto(double elapsed) {
   uint64_t run = programs_run_ns();
   uint64_t dr = run >= auto_run_ns ? run - auto_run_ns : 0;
@@ -1409,7 +1409,7 @@ static void sample_auto(double elapsed) {
   if (over && !auto_over)
     E_WARNING(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU cannot "
               "be kept by sampling: what every event costs, timed or not, "
-              "is already %.3f%%; N is at most %u where events come.",
+              "is already %.3f%%; every hook with events is at N %u.",
               cfg.cost_budget, fixed / 1e7, AUTO_MAX_N);
   else if (!over && auto_over)
     E_INFO(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU is kept "
