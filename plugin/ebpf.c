@@ -229,13 +229,8 @@ static int ebpf_init(void) {
 static void read_bpf_stats(struct bpf_object *obj) {
   struct bpf_program *p;
   bpf_object__for_each_program(p, obj) {
-    int fd = bpf_program__fd(p);
-    if (fd < 0)
-      continue;
     struct bpf_prog_info info;
-    __u32 len = sizeof(info);
-    memset(&info, 0, sizeof(info));
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+    if (loader_prog_info(p, &info) != 0)
       continue;
     value_list_t vl;
     vl_prepare(&vl, "ebpf", bpf_program__name(p));

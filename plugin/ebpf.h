@@ -38,11 +38,12 @@ extern const struct ebpf_feature feature_tcp_window;
  * program also counts tcp_window's clamped wakeups (rcv_ssthresh below
  * threshold; netns_inum 0: every namespace), and tcp_window attaches none
  * of its own there. netstacklat_serve_tcp_window() returns 0 when it does
- * (netstacklat inits first), -ENOENT when it cannot; the count is then read
- * with netstacklat_tcp_window_count() (-ENOENT once netstacklat is gone),
- * and netstacklat_unserve_tcp_window() stops it. */
+ * (netstacklat inits first), -ENOENT when it cannot; the per-CPU counter
+ * is then netstacklat_tcp_window_map() (NULL once netstacklat is gone:
+ * ask at every read), and netstacklat_unserve_tcp_window() stops it. */
+struct bpf_map;
 int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum);
-int netstacklat_tcp_window_count(uint64_t *sum);
+struct bpf_map *netstacklat_tcp_window_map(void);
 void netstacklat_unserve_tcp_window(void);
 
 /* ---- dispatch helpers ---- */

@@ -4,6 +4,7 @@
 
 #include "probe.skel.h"
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -475,13 +476,25 @@ int flavour_code(int flavour) {
   }
 }
 
+void loader_unlink(struct hook_state *h) {
+  for (int j = 0; j < h->nlinks; j++) {
+    bpf_link__destroy(h->links[j]);
+    h->links[j] = NULL;
+  }
+  h->nlinks = 0;
+}
+
 void loader_detach(struct hook_state *hooks, size_t nhooks) {
   hook_set_forget(hooks);
-  for (size_t i = 0; i < nhooks; i++) {
-    for (int j = 0; j < hooks[i].nlinks; j++)
-      bpf_link__destroy(hooks[i].links[j]);
-    hooks[i].nlinks = 0;
-  }
+  for (size_t i = 0; i < nhooks; i++)
+    loader_unlink(&hooks[i]);
+}
+
+int loader_prog_info(const struct bpf_program *p, struct bpf_prog_info *info) {
+  int fd = bpf_program__fd(p);
+  __u32 len = sizeof(*info);
+  memset(info, 0, sizeof(*info));
+  return fd >= 0 && bpf_obj_get_info_by_fd(fd, info, &len) == 0 ? 0 : -1;
 }
 
 /* Attach hooks[k]'s programs. One that an earlier hook shares and uses is

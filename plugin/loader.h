@@ -91,6 +91,14 @@ int loader_run(const char *feature, const struct loader_ops *ops,
  * The hooks leave the list of loader_for_each_hook(). */
 void loader_detach(struct hook_state *hooks, size_t nhooks);
 
+/* Destroy one hook's links and keep its flavour: another feature's program
+ * does its work (tcp_window's clamps, served by netstacklat). */
+void loader_unlink(struct hook_state *h);
+
+/* The kernel's info of a loaded program (run count and run time while BPF
+ * statistics are on); -1 when it is not loaded or the kernel refuses. */
+int loader_prog_info(const struct bpf_program *p, struct bpf_prog_info *info);
+
 /* Every wanted hook of every hook array that loader_run() handled and
  * loader_detach() has not released yet, with the feature name given to
  * loader_run(): the core reports each hook's flavour from it, so that no

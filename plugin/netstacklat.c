@@ -887,7 +887,7 @@ static int netstacklat_init(void) {
            "interval to keep the programs within CostBudget %g%% of a CPU "
            "(estimated from the events and %s).",
            cfg.cost_budget,
-           programs_run_ns() || ebpf_global.bpf_stats
+           auto_run_ns || ebpf_global.bpf_stats
                ? "the programs' run time (BPF statistics)"
                : "a calibrated cost per event; BPFStats true measures it");
   now_mono(&last_read);
@@ -1345,13 +1345,8 @@ static uint64_t programs_run_ns(void) {
   uint64_t sum = 0;
   struct bpf_program *p;
   bpf_object__for_each_program(p, skel->obj) {
-    int fd = bpf_program__fd(p);
-    if (fd < 0)
-      continue;
     struct bpf_prog_info info;
-    __u32 len = sizeof(info);
-    memset(&info, 0, sizeof(info));
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+    if (loader_prog_info(p, &info) == 0)
       sum += info.run_time_ns;
   }
   return sum;
@@ -1581,18 +1576,9 @@ int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum) {
   return 0;
 }
 
-int netstacklat_tcp_window_count(uint64_t *sum) {
-  if (!skel || !skel->bss->tcpw_threshold)
-    return -ENOENT;
-  uint64_t v[ncpus];
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.netstacklat_tcpw_wakeups),
-                          &zero, v) != 0)
-    return -errno;
-  *sum = 0;
-  for (int i = 0; i < ncpus; i++)
-    *sum += v[i];
-  return 0;
+struct bpf_map *netstacklat_tcp_window_map(void) {
+  return skel && skel->bss->tcpw_threshold ? skel->maps.netstacklat_tcpw_wakeups
+                                           : NULL;
 }
 
 void netstacklat_unserve_tcp_window(void) {

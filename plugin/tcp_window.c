@@ -186,11 +186,7 @@ static int clamps_init(void) {
   served = hooks[0].flavour == FLAVOUR_TP && !cfg.transitions &&
            netstacklat_serve_tcp_window((uint32_t)cfg.threshold, netns_ino) == 0;
   if (served) {
-    for (int i = 0; i < hooks[0].nlinks; i++) {
-      bpf_link__destroy(hooks[0].links[i]);
-      hooks[0].links[i] = NULL;
-    }
-    hooks[0].nlinks = 0;
+    loader_unlink(&hooks[0]);
     E_INFO(FEATURE ": clamped wakeups are counted by netstacklat's "
                    "sk_data_ready program (one program on the tracepoint "
                    "for both features); tcp_window's own is not attached.");
@@ -233,8 +229,9 @@ static void clamps_read(void) {
    * sk_data_ready events of clamped sockets, under its own name
    * (docs/tcp_window.md). */
   if (hooks[0].flavour == FLAVOUR_TP) {
-    if (served ? netstacklat_tcp_window_count(&v) == 0
-               : percpu_sum(skel->maps.tcp_window_clamped_wakeups_total, &v) == 0)
+    struct bpf_map *m = served ? netstacklat_tcp_window_map()
+                               : skel->maps.tcp_window_clamped_wakeups_total;
+    if (m && percpu_sum(m, &v) == 0)
       vl_derive(tw_vl(), "operations", "clamped_wakeups", (int64_t)v);
   } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
     vl_derive(tw_vl(), "operations", "clamps", (int64_t)v);
