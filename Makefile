@@ -206,6 +206,18 @@ $(BUILD)/tests/holtraffic: tests/helpers/holtraffic.c $(BUILD)/tests/hol_drop.sk
 
 TEST_HELPERS += $(BUILD)/tests/holtraffic
 
+# Drops the test makes and counts itself (test_drops): generic XDP,
+# attached with ip(8), and a tcx program, attached by tcx_drop.
+$(BUILD)/tests/xdp_drop.bpf.o: tests/helpers/xdp_drop.bpf.c | $(BUILD)/tests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/tcx_drop: tests/helpers/tcx_drop.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) $< -o $@ -lbpf -lelf -lz
+
+TEST_HELPERS += $(BUILD)/tests/xdp_drop.bpf.o $(BUILD)/tests/tcx_drop
+
 # A command with adjtimex() refused by a seccomp filter (ProtectClock=).
 $(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
 	$(call msg,CC,$@)

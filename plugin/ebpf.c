@@ -20,6 +20,7 @@ static const struct ebpf_feature *const features[] = {
     &feature_pressure,
     &feature_netstacklat,
     &feature_tcp_window,
+    &feature_drops,
 };
 #define NFEATURES (sizeof(features) / sizeof(features[0]))
 
@@ -218,7 +219,8 @@ static int ebpf_init(void) {
   /* Parsing the kernel's BTF leaves ~11 MiB freed but kept by malloc. */
   malloc_trim(0);
   if (nconfigured == 0)
-    E_NOTICE("no feature block (<Pressure>, <Netstacklat>, <WindowClamp>) "
+    E_NOTICE("no feature block (<Pressure>, <Netstacklat>, <WindowClamp>, "
+             "<Drops>) "
              "is configured: nothing to report.");
   else if (nrunning == 0)
     E_WARNING("none of the configured features could start (see above).");

@@ -32,6 +32,7 @@ struct ebpf_feature {
 extern const struct ebpf_feature feature_pressure;
 extern const struct ebpf_feature feature_netstacklat;
 extern const struct ebpf_feature feature_tcp_window;
+extern const struct ebpf_feature feature_drops;
 
 /* One program on sk_data_ready for two features (issue 23): while
  * netstacklat's tcp_socket_enqueued runs in the tracepoint flavour, its
