@@ -28,6 +28,14 @@
  *       before 3; bimodal, none or 2 ms, half each; tail, 0.2 ms, and
  *       40 ms before 1 read in 100. Also prints "w LO HI" for every read,
  *       in order: its wait to just before and to just after recvmsg().
+ *   vmtraffic drops udp|tcp|rcvbuf PORT N
+ *       Drops the kernel makes and counts itself, from every CPU at once
+ *       (a child pinned to each sends N) to 127.0.0.1:PORT: udp, datagrams
+ *       to a port nobody listens on (Udp NoPorts); tcp, connections to a
+ *       closed port (Tcp OutRsts); rcvbuf, datagrams to a receiver with
+ *       the smallest SO_RCVBUF that never reads (Udp RcvbufErrors). Prints
+ *       "drops KIND sent S": the datagrams sent, or the connections
+ *       refused.
  *   vmtraffic qcheck DIR READS T0 BASE
  *       Checks the quantiles the plugin dispatched (the csv files of
  *       DIR, netstacklat-tcp_socket_read's directory) against the "w"
@@ -79,6 +87,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,6 +669,58 @@ static int conc(int port, int flows, int n, int spin) {
   return total == sent ? 0 : 1;
 }
 
+/* vmtraffic drops KIND PORT N */
+static int drops(const char *kind, int port, int n) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool tcp = !strcmp(kind, "tcp"), rcvbuf = !strcmp(kind, "rcvbuf");
+  int rx = -1;
+  if (rcvbuf) {
+    rx = socket(AF_INET, SOCK_DGRAM, 0);
+    int one = 1;
+    if (rx < 0 || setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one)) ||
+        bind(rx, (struct sockaddr *)&a, sizeof(a)))
+      die("rcvbuf receiver");
+  }
+  int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int pipefd[2];
+  if (pipe(pipefd))
+    die("pipe");
+  for (int c = 0; c < ncpu; c++) {
+    if (fork() != 0)
+      continue;
+    pin(c);
+    int sent = 0;
+    char buf[64] = {0};
+    int fd = tcp ? -1 : socket(AF_INET, SOCK_DGRAM, 0);
+    for (int i = 0; i < n; i++) {
+      if (tcp) {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 &&
+            errno == ECONNREFUSED)
+          sent++;
+        close(fd);
+      } else if (sendto(fd, buf, sizeof(buf), 0, (struct sockaddr *)&a,
+                        sizeof(a)) == (ssize_t)sizeof(buf)) {
+        sent++;
+      }
+    }
+    if (write(pipefd[1], &sent, sizeof(sent)) != sizeof(sent))
+      _exit(1);
+    _exit(0);
+  }
+  close(pipefd[1]);
+  int total = 0, got;
+  while (read(pipefd[0], &got, sizeof(got)) == sizeof(got))
+    total += got;
+  while (wait(NULL) > 0)
+    ;
+  if (rx >= 0)
+    close(rx);
+  printf("drops %s sent %d\n", kind, total);
+  return total == ncpu * n ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc == 6 && !strcmp(argv[1], "conc"))
     return conc(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
@@ -675,10 +736,12 @@ int main(int argc, char **argv) {
       !strcmp(argv[1], "tcp"))
     return tcp(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5], atoi(argv[6]),
                argc == 8);
+  if (argc == 5 && !strcmp(argv[1], "drops"))
+    return drops(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 6 && !strcmp(argv[1], "qcheck"))
     return qcheck(argv[2], argv[3], atof(argv[4]), atoll(argv[5]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
                   "tcp ADDR PORT M DELAY_MS|SHAPE GAP_MS | qcheck DIR READS T0 BASE | clamp PORT SECONDS [CPU] | "
-                  "conc PORT FLOWS N block|spin\n");
+                  "conc PORT FLOWS N block|spin | drops udp|tcp|rcvbuf PORT N\n");
   return 2;
 }
