@@ -21,6 +21,7 @@
  * functions miss what kfree_skb_list() frees (docs/drops.md). */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -30,6 +31,8 @@
 const volatile __u32 targ_netns = 0;     /* 0: every network namespace */
 const volatile __u32 targ_nreasons = 1;  /* slots of drops_by_reason - 1 */
 const volatile __s64 targ_consumed = -1; /* SKB_CONSUMED; -1: none */
+const volatile bool targ_notify = false;  /* DropNotifications */
+const volatile __u64 targ_drop_limit = 10; /* DropLimit, a second */
 
 /* drops-<reason>/operations: one slot per value of the running kernel's
  * enum skb_drop_reason (user space sizes it from BTF), and a last one for
@@ -57,14 +60,40 @@ struct {
   __type(value, __u64);
 } drops_location_overflow SEC(".maps");
 
+/* DropNotifications: the records (64 KiB; one page when off, set before
+ * load), the host-wide rate limit, the drops that were not sent (over
+ * DropLimit, or the ring buffer full), and the reasons IgnoreReason leaves
+ * out (1: no record). */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 * 1024);
+} drops_events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct drops_rate);
+} drops_event_rate SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} drops_events_suppressed SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u8);
+} drops_quiet SEC(".maps");
+
 static __always_inline void add(void *map, __u32 slot) {
   __u64 *v = bpf_map_lookup_elem(map, &slot);
   if (v)
     *v += 1; /* per-CPU slot: no atomic needed */
-}
-
-static __always_inline void count_reason(__u32 reason) {
-  add(&drops_by_reason, reason < targ_nreasons ? reason : targ_nreasons);
 }
 
 static __always_inline void count_location(__u64 loc) {
@@ -123,13 +152,155 @@ static __always_inline bool netns_ok_probe(struct sk_buff *skb,
   return inum == targ_netns;
 }
 
+/* ---------------------------------------------------- notifications */
+
+/* The socket a notification names: the receiving one the kernel gives
+ * (rx_sk), else the packet's own when it is of the packet's namespace (a
+ * packet that crossed a veth still carries its sender's socket). */
+static __always_inline struct sock *event_sk(struct sk_buff *skb,
+                                             struct sock *rx_sk) {
+  if (rx_sk)
+    return rx_sk;
+  struct sock *sk = BPF_CORE_READ(skb, sk);
+  if (!sk)
+    return NULL;
+  struct net_device *dev = BPF_CORE_READ(skb, dev);
+  __u32 dev_ns = dev ? BPF_CORE_READ(dev, nd_net.net, ns.inum) : 0;
+  if (dev_ns && dev_ns != BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum))
+    return NULL;
+  return sk;
+}
+
+/* Addresses and ports from the packet's IP header and the TCP/UDP header
+ * after it, when they lie in the linear data. */
+static __always_inline void event_headers(struct drops_event *e,
+                                          struct sk_buff *skb) {
+  unsigned char *head = BPF_CORE_READ(skb, head);
+  __u32 nh = BPF_CORE_READ(skb, network_header);
+  __u32 tail = BPF_CORE_READ(skb, tail), l4;
+  __u8 v = 0;
+  if (nh == (__u16)~0U || nh + 40 > tail)
+    return;
+  bpf_probe_read_kernel(&v, 1, head + nh);
+  __u8 *l = e->received ? e->laddr : e->raddr;
+  __u8 *r = e->received ? e->raddr : e->laddr;
+  if (v >> 4 == 4) {
+    struct iphdr ip;
+    bpf_probe_read_kernel(&ip, sizeof(ip), head + nh);
+    e->family = 2; /* AF_INET */
+    e->proto = ip.protocol;
+    __builtin_memcpy(l, &ip.daddr, 4);
+    __builtin_memcpy(r, &ip.saddr, 4);
+    l4 = nh + ip.ihl * 4;
+  } else if (v >> 4 == 6) {
+    struct ipv6hdr ip6;
+    bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh);
+    e->family = 10; /* AF_INET6 */
+    e->proto = ip6.nexthdr; /* TCP/UDP right after the fixed header only */
+    __builtin_memcpy(l, &ip6.daddr, 16);
+    __builtin_memcpy(r, &ip6.saddr, 16);
+    l4 = nh + 40;
+  } else {
+    return;
+  }
+  __be16 ports[2];
+  if ((e->proto == 6 || e->proto == 17) && l4 + 4 <= tail &&
+      bpf_probe_read_kernel(ports, sizeof(ports), head + l4) == 0) {
+    __u16 src = bpf_ntohs(ports[0]), dst = bpf_ntohs(ports[1]);
+    e->lport = e->received ? dst : src;
+    e->rport = e->received ? src : dst;
+    e->has_ports = 1;
+  }
+}
+
+/* One drop as a record to user space, if it names a socket or ports, this
+ * second's DropLimit is not used up and the ring buffer has room; else
+ * (with a socket or ports) it is counted as suppressed. Probe reads in
+ * every flavour: this runs only with DropNotifications, for drops. */
+static __always_inline void notify(struct sk_buff *skb, struct sock *rx_sk,
+                                   __u64 cause, __u32 slot) {
+  __u32 zero = 0;
+  __u8 *quiet = bpf_map_lookup_elem(&drops_quiet, &slot);
+  if (quiet && *quiet)
+    return;
+  struct drops_event ev;
+  __builtin_memset(&ev, 0, sizeof(ev));
+  ev.received = BPF_CORE_READ(skb, skb_iif) != 0;
+  event_headers(&ev, skb);
+  struct sock *sk = event_sk(skb, rx_sk);
+  if (sk && !ev.has_ports) {
+    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    if (family == 2 || family == 10) {
+      ev.family = family;
+      ev.proto = (__u8)BPF_CORE_READ(sk, sk_protocol);
+      ev.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+      ev.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+      ev.has_ports = 1;
+      if (family == 2) {
+        bpf_core_read(ev.laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+        bpf_core_read(ev.raddr, 4, &sk->__sk_common.skc_daddr);
+      } else {
+        bpf_core_read(ev.laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+        bpf_core_read(ev.raddr, 16, &sk->__sk_common.skc_v6_daddr);
+      }
+    }
+  }
+  if (!sk && !ev.has_ports)
+    return; /* nothing to name */
+  struct drops_rate *r = bpf_map_lookup_elem(&drops_event_rate, &zero);
+  if (!r)
+    return;
+  __u64 now = bpf_ktime_get_ns(), sec = now / 1000000000ULL;
+  /* Two CPUs crossing into a new second at once may both reset it: then
+   * a few more than the limit pass. */
+  if (r->sec != sec) {
+    r->sec = sec;
+    r->count = 0;
+  }
+  __sync_fetch_and_add(&r->count, 1); /* no fetch: 5.10 has none */
+  struct drops_event *e = NULL;
+  if (r->count <= targ_drop_limit)
+    e = bpf_ringbuf_reserve(&drops_events, sizeof(*e), 0);
+  if (!e) {
+    add(&drops_events_suppressed, 0);
+    return;
+  }
+  __builtin_memcpy(e, &ev, sizeof(ev));
+  e->time_ns = now;
+  e->cause = cause;
+  struct net_device *dev = BPF_CORE_READ(skb, dev);
+  if (dev)
+    e->ifindex = BPF_CORE_READ(dev, ifindex);
+  if (sk) {
+    e->cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+    e->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+  } else if (dev) {
+    e->netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+  }
+  bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void drop_reason(struct sk_buff *skb, struct sock *rx_sk,
+                                        __u32 reason) {
+  __u32 slot = reason < targ_nreasons ? reason : targ_nreasons;
+  add(&drops_by_reason, slot);
+  if (targ_notify)
+    notify(skb, rx_sk, reason, slot);
+}
+
+static __always_inline void drop_location(struct sk_buff *skb, __u64 loc) {
+  count_location(loc);
+  if (targ_notify)
+    notify(skb, NULL, loc, 0);
+}
+
 /* ------------------------------------------------------ with reasons */
 
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(drops_tp, struct sk_buff *skb, void *location,
              enum skb_drop_reason reason) {
   if (netns_ok(skb, NULL))
-    count_reason((__u32)reason);
+    drop_reason(skb, NULL, (__u32)reason);
   return 0;
 }
 
@@ -137,7 +308,7 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(drops_tp_sk, struct sk_buff *skb, void *location,
              enum skb_drop_reason reason, struct sock *rx_sk) {
   if (netns_ok(skb, rx_sk))
-    count_reason((__u32)reason);
+    drop_reason(skb, rx_sk, (__u32)reason);
   return 0;
 }
 
@@ -150,7 +321,7 @@ static __always_inline bool entry_drops(struct sk_buff *skb, __s64 reason) {
 SEC("fentry/kfree_skb_reason")
 int BPF_PROG(drops_fentry, struct sk_buff *skb, enum skb_drop_reason reason) {
   if (entry_drops(skb, reason) && netns_ok(skb, NULL))
-    count_reason((__u32)reason);
+    drop_reason(skb, NULL, (__u32)reason);
   return 0;
 }
 
@@ -158,7 +329,7 @@ SEC("fentry/sk_skb_reason_drop")
 int BPF_PROG(drops_fentry_sk, struct sock *sk, struct sk_buff *skb,
              enum skb_drop_reason reason) {
   if (entry_drops(skb, reason) && netns_ok(skb, sk))
-    count_reason((__u32)reason);
+    drop_reason(skb, sk, (__u32)reason);
   return 0;
 }
 
@@ -168,7 +339,7 @@ static __always_inline void kprobe_reason(struct sk_buff *skb, __s64 reason,
       BPF_CORE_READ(skb, users.refs.counter) != 1 ||
       !netns_ok_probe(skb, rx_sk))
     return;
-  count_reason((__u32)reason);
+  drop_reason(skb, rx_sk, (__u32)reason);
 }
 
 SEC("kprobe/kfree_skb_reason")
@@ -189,7 +360,7 @@ int BPF_KPROBE(drops_kprobe_sk, struct sock *sk, struct sk_buff *skb,
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(drops_loc_tp, struct sk_buff *skb, void *location) {
   if (netns_ok(skb, NULL))
-    count_location((__u64)location);
+    drop_location(skb, (__u64)location);
   return 0;
 }
 
@@ -200,7 +371,7 @@ int BPF_KPROBE(drops_loc_kprobe, struct sk_buff *skb) {
     return 0;
   __u64 ip = 0;
   BPF_KPROBE_READ_RET_IP(ip, ctx);
-  count_location(ip);
+  drop_location(skb, ip);
   return 0;
 }
 

@@ -79,6 +79,13 @@ const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len);
 #define EBPF_NAME_LEAF_MAX 48
 int instance_from_path(const char *path, char out[EBPF_NAME_LEN]);
 
+/* An address of a notification: "v4:port" or "[v6]:port"; without
+ * ":port" when the port is unknown. family AF_INET or AF_INET6, a in
+ * network order (IPv4 in its first 4 bytes). */
+#define EBPF_ADDR_LEN 56
+void ebpf_addr_str(int family, const uint8_t *a, int port, bool has_port,
+                   char out[EBPF_ADDR_LEN]);
+
 /* The 32-bit hash of a path that names_unshare() appends: FNV-1a of the
  * path without leading and trailing '/', the hash the long names carry. */
 uint32_t path_hash(const char *path);

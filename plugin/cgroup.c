@@ -300,6 +300,22 @@ const char *cgroup_tree_path(const struct cgroup_tree *t, uint64_t id) {
   return n ? t->text + n->off : NULL;
 }
 
+bool cgroup_tree_name(struct cgroup_tree *t, uint64_t id, bool *refreshed,
+                      char out[EBPF_NAME_LEN]) {
+  if (!id || !cgroup2_root())
+    return false;
+  const char *rel = cgroup_tree_path(t, id);
+  if (!rel && !*refreshed) {
+    cgroup_tree_refresh(t);
+    *refreshed = true;
+    rel = cgroup_tree_path(t, id);
+  }
+  if (!rel)
+    return false;
+  cgroup_name(rel, out);
+  return true;
+}
+
 void cgroup_tree_free(struct cgroup_tree *t) {
   free(t->node);
   free(t->text);

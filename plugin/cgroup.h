@@ -54,6 +54,12 @@ void cgroup_tree_refresh(struct cgroup_tree *t);
 /* Path below the root ("" for the root), or NULL when id is not known. */
 const char *cgroup_tree_path(const struct cgroup_tree *t, uint64_t id);
 void cgroup_tree_free(struct cgroup_tree *t);
+/* The name of the cgroup with this id (cgroup_name() of its path) for a
+ * notification: the tree is walked again on a miss, at most once per read
+ * (*refreshed, reset by the caller at each read). False when the id is
+ * not found, or there is no cgroup2 mount. */
+bool cgroup_tree_name(struct cgroup_tree *t, uint64_t id, bool *refreshed,
+                      char out[EBPF_NAME_LEN]);
 /* Is the cgroup at rel (below the root) still the one with this id? One
  * fstatat(2): cheaper than walking the tree again to see that a known
  * cgroup is still there under the same path. */

@@ -6,6 +6,7 @@
  * reference; bpf/drops.bpf.c says which program runs on which kernel. */
 #define _GNU_SOURCE 1
 #include "ebpf.h"
+#include "cgroup.h"
 #include "drops.h"
 #include "drops.skel.h"
 #include "loader.h"
@@ -14,9 +15,13 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <ctype.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #define FEATURE "drops"
 #define BLOCK "Drops"
@@ -30,6 +35,8 @@ static struct {
   long long max_locations;
   char **ignore; /* IgnoreReason names, lower case */
   size_t nignore;
+  bool notify;      /* DropNotifications */
+  long long limit;  /* DropLimit, a second */
 } cfg;
 
 static void cfg_defaults(void) {
@@ -39,6 +46,8 @@ static void cfg_defaults(void) {
   cfg_free_list(cfg.ignore);
   cfg.ignore = NULL;
   cfg.nignore = 0;
+  cfg.notify = false;
+  cfg.limit = 10;
 }
 
 /* A reason as the metric names it: [a-z0-9_], as the kernel spells it
@@ -55,7 +64,7 @@ static bool reason_name_ok(const char *s) {
 
 static int drops_config(const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen_ns = false, seen_ml = false;
+  bool seen_ns = false, seen_ml = false, seen_dn = false, seen_dl = false;
   cfg_defaults();
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
@@ -65,6 +74,10 @@ static int drops_config(const oconfig_item_t *ci) {
     } else if (strcasecmp(c->key, "MaxLocations") == 0) {
       st = cfg_once(c, &seen_ml) ||
            cfg_int_range(c, 1, MAX_LOCATIONS_MAX, &cfg.max_locations);
+    } else if (strcasecmp(c->key, "DropNotifications") == 0) {
+      st = cfg_once(c, &seen_dn) || cfg_bool(c, &cfg.notify);
+    } else if (strcasecmp(c->key, "DropLimit") == 0) {
+      st = cfg_once(c, &seen_dl) || cfg_int_range(c, 1, 10000, &cfg.limit);
     } else if (strcasecmp(c->key, "IgnoreReason") == 0) {
       size_t from = cfg.nignore;
       st = cfg_strings_append(c, &cfg.ignore, &cfg.nignore);
@@ -85,6 +98,11 @@ static int drops_config(const oconfig_item_t *ci) {
     }
     if (st)
       errors++;
+  }
+  if (!errors && seen_dl && !cfg.notify) {
+    E_ERROR("option \"DropLimit\" in block <" BLOCK "> needs "
+            "DropNotifications true.");
+    errors++;
   }
   return errors ? -1 : 0;
 }
@@ -132,6 +150,13 @@ static size_t nlocs;
 static struct function *fns;
 static size_t nfns;
 static value_list_t other_vl; /* drops-at_other */
+/* DropNotifications */
+static struct ring_buffer *events_rb;
+static struct cgroup_tree cgroups;
+static bool cg_refreshed;
+static uint64_t notified;
+static int64_t mono_to_real; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this read */
+static uint32_t self_netns;
 static bool other_seen, other_ready;
 static bool kallsyms_warned;
 
@@ -243,7 +268,13 @@ static struct bpf_object *drops_open(void *ctx, void **skel_out) {
   skel->rodata->targ_netns = netns_ino;
   skel->rodata->targ_nreasons = nreasons;
   skel->rodata->targ_consumed = consumed;
+  skel->rodata->targ_notify = cfg.notify;
+  skel->rodata->targ_drop_limit = (__u64)cfg.limit;
   bpf_map__set_max_entries(skel->maps.drops_by_reason, nreasons + 1);
+  bpf_map__set_max_entries(skel->maps.drops_quiet, nreasons + 1);
+  if (!cfg.notify) /* the smallest ring buffer: one page */
+    bpf_map__set_max_entries(skel->maps.drops_events,
+                             (__u32)sysconf(_SC_PAGESIZE));
   if (gen != GEN_LOCATION) /* no location is counted */
     bpf_map__set_max_entries(skel->maps.drops_by_location, 1);
   return skel->obj;
@@ -254,6 +285,89 @@ static int drops_load(void *ctx) { return drops_bpf__load(skel); }
 static void drops_destroy(void *ctx) {
   drops_bpf__destroy(skel);
   skel = NULL;
+}
+
+/* ------------------------------------------------------ notifications */
+
+static const char *location_name(uint64_t addr);
+
+/* One record: one WARNING notification (fields: README, "Dropped
+ * packets"). */
+static int on_event(void *ctx, void *data, size_t len) {
+  (void)ctx;
+  const struct drops_event *e = data;
+  if (len < sizeof(*e))
+    return 0;
+  struct ebpf_nfield f[10];
+  size_t n = 0;
+  char local[EBPF_ADDR_LEN], remote[EBPF_ADDR_LEN], proto[8];
+  char ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN], rname[DATA_MAX_NAME_LEN];
+  const char *reason;
+  if (gen == GEN_LOCATION) {
+    reason = location_name(e->cause);
+  } else if (e->cause < nreasons && reason_names[e->cause]) {
+    reason = reason_names[e->cause];
+  } else if (e->cause < nreasons) { /* a gap in the enum */
+    snprintf(rname, sizeof(rname), "reason_%u", (unsigned)e->cause);
+    reason = rname;
+  } else {
+    reason = "other";
+  }
+  f[n++] = NF_STR("reason", reason);
+  if (e->proto == 6 || e->proto == 17)
+    snprintf(proto, sizeof(proto), "%s", e->proto == 6 ? "tcp" : "udp");
+  else
+    snprintf(proto, sizeof(proto), "%u", e->proto);
+  if (e->proto)
+    f[n++] = NF_STR("proto", proto);
+  if (e->family == AF_INET || e->family == AF_INET6) {
+    ebpf_addr_str(e->family, e->laddr, e->lport, e->has_ports, local);
+    ebpf_addr_str(e->family, e->raddr, e->rport, e->has_ports, remote);
+    f[n++] = NF_STR("local", local);
+    f[n++] = NF_STR("remote", remote);
+  }
+  /* Interface names are those of collectd's own namespace. */
+  if (e->ifindex && e->netns == self_netns &&
+      if_indextoname(e->ifindex, ifname))
+    f[n++] = NF_STR("interface", ifname);
+  if (e->ifindex)
+    f[n++] = NF_UINT("ifindex", e->ifindex);
+  if (e->netns)
+    f[n++] = NF_UINT("netns", e->netns);
+  if (cgroup_tree_name(&cgroups, e->cgroup, &cg_refreshed, cg))
+    f[n++] = NF_STR("cgroup", cg);
+  ebpf_notify_at((int64_t)e->time_ns + mono_to_real, NOTIF_WARNING, FEATURE,
+                 reason, "", "drop", f, n);
+  notified++;
+  return 0;
+}
+
+static int64_t clock_ns(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void read_events(void) {
+  cg_refreshed = false;
+  self_netns = netns_self_inum();
+  mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+  int err = ring_buffer__consume(events_rb);
+  if (err < 0)
+    E_WARNING(FEATURE ": reading the drop records failed: %s", ERRSTR(err));
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0)
+    return;
+  uint64_t vals[ncpu], suppressed = 0;
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.drops_events_suppressed),
+                          &zero, vals) == 0)
+    for (int c = 0; c < ncpu; c++)
+      suppressed += vals[c];
+  static value_list_t vl;
+  vl_prepare(&vl, PLUGIN_NAME, FEATURE "-kfree_skb");
+  vl_derive(&vl, "derive", "notifications", (int64_t)notified);
+  vl_derive(&vl, "derive", "notifications_suppressed", (int64_t)suppressed);
 }
 
 static void drops_shutdown(void);
@@ -324,6 +438,23 @@ static int drops_init(void) {
               "above); the feature is disabled.");
     drops_shutdown();
     return n < 0 ? n : -ENOTSUP;
+  }
+  /* IgnoreReason: no record for those either. */
+  uint8_t one = 1;
+  for (uint32_t i = 0; i < nreasons + 1 && gen != GEN_LOCATION; i++)
+    if (reason_ignored[i])
+      bpf_map_update_elem(bpf_map__fd(skel->maps.drops_quiet), &i, &one, 0);
+  if (cfg.notify) {
+    events_rb = ring_buffer__new(bpf_map__fd(skel->maps.drops_events),
+                                 on_event, NULL, NULL);
+    if (!events_rb) {
+      int err = -errno;
+      E_ERROR(FEATURE ": cannot read the ring buffer of DropNotifications: "
+              "%s",
+              ERRSTR(err));
+      drops_shutdown();
+      return err;
+    }
   }
   return 0;
 }
@@ -482,6 +613,23 @@ static void read_locations_map(void) {
   }
 }
 
+/* The metric name of a location (for a notification): named like the
+ * counters, from /proc/kallsyms when first seen. */
+static const char *location_name(uint64_t addr) {
+  size_t i;
+  for (i = 0; i < nlocs && locs[i].addr != addr; i++)
+    ;
+  if (i == nlocs) {
+    if (nlocs == DROPS_LOCATIONS_MAX)
+      return "at_other";
+    locs[nlocs].addr = addr;
+    locs[nlocs].fn = -2;
+    nlocs++;
+    name_locations(i);
+  }
+  return locs[i].fn >= 0 ? fns[locs[i].fn].name : "at_other";
+}
+
 static int drops_read(void) {
   if (!skel)
     return 0;
@@ -489,12 +637,18 @@ static int drops_read(void) {
     read_locations_map();
   else
     read_reasons_map();
+  if (events_rb)
+    read_events();
   return 0;
 }
 
 /* ---------------------------------------------------------------- feature */
 
 static void drops_shutdown(void) {
+  ring_buffer__free(events_rb);
+  events_rb = NULL;
+  cgroup_tree_free(&cgroups);
+  notified = 0;
   loader_detach(hooks, 1);
   if (skel)
     drops_destroy(NULL);

@@ -10,18 +10,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-/* "v4:port" or "[v6]:port", as tcp_window writes them; without ":port"
- * when the port is unknown. */
-static void addr_str(int family, const __u8 *a, int port, bool has_port,
-                     char out[56]) {
-  char ip[INET6_ADDRSTRLEN] = "?";
-  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
-  if (!has_port)
-    snprintf(out, 56, family == AF_INET6 ? "[%s]" : "%s", ip);
-  else
-    snprintf(out, 56, family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
-}
-
 /* One record of the ring buffer: one notification (fields: README,
  * "Notifications"). */
 int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
@@ -31,7 +19,7 @@ int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
     return 0;
   struct ebpf_nfield f[12];
   size_t n = 0;
-  char local[56], remote[56], ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN];
+  char local[EBPF_ADDR_LEN], remote[EBPF_ADDR_LEN], ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN];
   char comm[sizeof(o->comm) + 1], proto[8];
   f[n++] = NF_STR("hook", c->hook_names[o->hook]);
   f[n++] = NF_DBL("latency_s", o->latency_ns / 1e9);
@@ -43,8 +31,8 @@ int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
     f[n++] = NF_STR("proto", proto);
   }
   if (o->family == AF_INET || o->family == AF_INET6) {
-    addr_str(o->family, o->laddr, o->lport, o->has_ports, local);
-    addr_str(o->family, o->raddr, o->rport, o->has_ports, remote);
+    ebpf_addr_str(o->family, o->laddr, o->lport, o->has_ports, local);
+    ebpf_addr_str(o->family, o->raddr, o->rport, o->has_ports, remote);
     f[n++] = NF_STR("local", local);
     /* An unconnected UDP socket has none (udp_socket_enqueued). */
     static const __u8 none[16];
@@ -67,18 +55,8 @@ int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
     f[n++] = NF_UINT("ifindex", o->ifindex);
   if (o->netns)
     f[n++] = NF_UINT("netns", o->netns);
-  if (o->cgroup && cgroup2_root()) {
-    const char *rel = cgroup_tree_path(c->cgroups, o->cgroup);
-    if (!rel && !c->cg_refreshed) {
-      cgroup_tree_refresh(c->cgroups);
-      c->cg_refreshed = true;
-      rel = cgroup_tree_path(c->cgroups, o->cgroup);
-    }
-    if (rel) {
-      cgroup_name(rel, cg);
-      f[n++] = NF_STR("cgroup", cg);
-    }
-  }
+  if (cgroup_tree_name(c->cgroups, o->cgroup, &c->cg_refreshed, cg))
+    f[n++] = NF_STR("cgroup", cg);
   ebpf_notify_at((int64_t)o->time_ns, NOTIF_WARNING, c->plugin,
                  c->hook_names[o->hook], "", "outlier", f, n);
   c->notified++;

@@ -3,6 +3,7 @@
  * features of the ebpf plugin. */
 #include "ebpf.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -518,4 +519,15 @@ int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
   if (nt.meta)
     plugin_notification_meta_free(nt.meta);
   return st;
+}
+
+void ebpf_addr_str(int family, const uint8_t *a, int port, bool has_port,
+                   char out[EBPF_ADDR_LEN]) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+  if (!has_port)
+    snprintf(out, EBPF_ADDR_LEN, family == AF_INET6 ? "[%s]" : "%s", ip);
+  else
+    snprintf(out, EBPF_ADDR_LEN, family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
+             port);
 }
