@@ -179,7 +179,7 @@ static __always_inline void event_headers(struct drops_event *e,
   __u32 nh = BPF_CORE_READ(skb, network_header);
   __u32 tail = BPF_CORE_READ(skb, tail), l4;
   __u8 v = 0;
-  if (nh == (__u16)~0U || nh + 40 > tail)
+  if (nh == (__u16)~0U || nh + 20 > tail) /* the smallest IP header */
     return;
   bpf_probe_read_kernel(&v, 1, head + nh);
   __u8 *l = e->received ? e->laddr : e->raddr;
@@ -192,7 +192,7 @@ static __always_inline void event_headers(struct drops_event *e,
     __builtin_memcpy(l, &ip.daddr, 4);
     __builtin_memcpy(r, &ip.saddr, 4);
     l4 = nh + ip.ihl * 4;
-  } else if (v >> 4 == 6) {
+  } else if (v >> 4 == 6 && nh + 40 <= tail) {
     struct ipv6hdr ip6;
     bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh);
     e->family = 10; /* AF_INET6 */

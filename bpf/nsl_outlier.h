@@ -46,7 +46,7 @@ static __always_inline void outlier_skb(struct nsl_outlier *o, __u32 hook,
                  : BPF_CORE_READ(skb, network_header);
   __u32 tail = BPF_CORE_READ(skb, tail), l4;
   __u8 v = 0;
-  if (nh + 40 > tail)
+  if (nh + 20 > tail) /* the smallest IP header */
     return;
   bpf_probe_read_kernel(&v, 1, head + nh);
   if (v >> 4 == 4) {
@@ -57,7 +57,7 @@ static __always_inline void outlier_skb(struct nsl_outlier *o, __u32 hook,
     __builtin_memcpy(o->laddr, &ip.daddr, 4);
     __builtin_memcpy(o->raddr, &ip.saddr, 4);
     l4 = nh + ip.ihl * 4;
-  } else if (v >> 4 == 6) {
+  } else if (v >> 4 == 6 && nh + 40 <= tail) {
     struct ipv6hdr ip6;
     bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh);
     o->family = 10; /* AF_INET6 */
