@@ -3,7 +3,7 @@
 # as root; prints a table and writes CSV to $(BUILD)/bench. It reports and
 # never fails on a threshold; it ends with issue 13's targets, met or missed.
 # BENCH_ROUNDS=N (default 3) rounds per arm;
-# BENCH_ONLY=ladder,per_event,per_packet,max_rate,system,plugin,sockets picks sections;
+# BENCH_ONLY=ladder,per_event,per_packet,drops,max_rate,system,plugin,sockets picks sections;
 # BENCH_CONFIGS=filters_off,sample16,... picks per_event's (and per_packet's) configurations; BENCH_CPU=N pins the
 # traffic (default: the last CPU). BENCH_ONLY also knows system_arms (not run
 # by default); BENCH_SLICES / BENCH_SLICE_SECONDS size the system
@@ -13,7 +13,8 @@ CHECK_PKGS += bpftrace sockperf iperf3
 
 BENCH_ROUNDS ?= 3
 BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slices $(BUILD)/bench/iter_floor.bpf.o \
-	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o $(BUILD)/bench/pkt_floor.bpf.o
+	$(BUILD)/bench/empty.bpf.o $(BUILD)/bench/ladder.bpf.o $(BUILD)/bench/pkt_floor.bpf.o \
+	$(BUILD)/bench/drop_floor.bpf.o
 
 # bench/socketscan: the stalled-receiver scan's cost against idle sockets.
 SOCKETSCAN_BINS := $(BUILD)/bench/readcost $(BUILD)/bench/iter_floor.bpf.o
