@@ -135,7 +135,7 @@ static void check_capabilities(void) {
   if (HAS(SYS_ADMIN) || (HAS(BPF) && HAS(PERFMON)))
     return;
   E_WARNING("collectd lacks %s%s%s (and CAP_SYS_ADMIN): BPF programs cannot "
-            "be loaded, so netstacklat and tcp_window's clamp counter will be "
+            "be loaded, so netstacklat, drops and tcp_window's clamp counter will be "
             "disabled (pressure, TCP memory and stalled receivers run on). Give "
             "collectd CAP_BPF and CAP_PERFMON (kernel >= 5.8; CAP_SYS_ADMIN "
             "before); BPFStats and entering a NetworkNamespace need "
@@ -152,7 +152,7 @@ static void check_btf(void) {
   if (access(path, R_OK) == 0)
     return;
   E_WARNING("BTF file %s: %s; BPF programs cannot be relocated (CO-RE), so "
-            "netstacklat and tcp_window's clamp counter will be disabled "
+            "netstacklat, drops and tcp_window's clamp counter will be disabled "
             "(pressure, TCP memory and stalled receivers run on)%s.",
             path, ERRSTR(errno),
             ebpf_global.btf_path ? ""
