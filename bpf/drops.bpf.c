@@ -26,6 +26,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "drops.h"
+#include "rate_limit.h"
 
 /* Set by user space before load. */
 const volatile __u32 targ_netns = 0;     /* 0: every network namespace */
@@ -73,7 +74,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct drops_rate);
+  __type(value, struct rate_window);
 } drops_event_rate SEC(".maps");
 
 struct {
@@ -247,19 +248,12 @@ static __always_inline void notify(struct sk_buff *skb, struct sock *rx_sk,
   }
   if (!sk && !ev.has_ports)
     return; /* nothing to name */
-  struct drops_rate *r = bpf_map_lookup_elem(&drops_event_rate, &zero);
+  struct rate_window *r = bpf_map_lookup_elem(&drops_event_rate, &zero);
   if (!r)
     return;
-  __u64 now = bpf_ktime_get_ns(), sec = now / 1000000000ULL;
-  /* Two CPUs crossing into a new second at once may both reset it: then
-   * a few more than the limit pass. */
-  if (r->sec != sec) {
-    r->sec = sec;
-    r->count = 0;
-  }
-  __sync_fetch_and_add(&r->count, 1); /* no fetch: 5.10 has none */
+  __u64 now = bpf_ktime_get_ns();
   struct drops_event *e = NULL;
-  if (r->count <= targ_drop_limit)
+  if (rate_take(r, now, targ_drop_limit))
     e = bpf_ringbuf_reserve(&drops_events, sizeof(*e), 0);
   if (!e) {
     add(&drops_events_suppressed, 0);

@@ -29,9 +29,4 @@ struct drops_event {
   __u8 pad[7];
 };
 
-struct drops_rate {
-  __u64 sec;
-  __u64 count;
-};
-
 #endif

@@ -163,13 +163,6 @@ struct nsl_outlier {
   char comm[16]; /* with pid */
 };
 
-/* The host-wide rate limit of outlier records: the second (of the BPF
- * clock) and how many records were let through in it. */
-struct nsl_outlier_rate {
-  __u64 sec;
-  __u64 count;
-};
-
 enum nsl_groupby {
   NSL_GROUP_NONE = 0,
   NSL_GROUP_CGROUP,

@@ -12,6 +12,8 @@
 #ifndef NSL_OUTLIER_H
 #define NSL_OUTLIER_H
 
+#include "rate_limit.h"
+
 /* OutlierThreshold: the records (64 KiB; one page when off, set before
  * load), the host-wide rate limit, and the events above the threshold that
  * were not sent (over OutlierLimit, or the ring buffer full). */
@@ -24,7 +26,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct nsl_outlier_rate);
+  __type(value, struct rate_window);
 } netstacklat_outlier_rate SEC(".maps");
 
 struct {
@@ -91,20 +93,11 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
                                     const struct sk_buff *skb,
                                     __u32 ifindex) {
   __u32 zero = 0;
-  struct nsl_outlier_rate *r =
-      bpf_map_lookup_elem(&netstacklat_outlier_rate, &zero);
+  struct rate_window *r = bpf_map_lookup_elem(&netstacklat_outlier_rate, &zero);
   if (!r)
     return;
-  /* A new second starts the count again. Two CPUs crossing into it at
-   * once may both reset it: then a few more than the limit pass. */
-  __u64 sec = now / 1000000000ULL;
-  if (r->sec != sec) {
-    r->sec = sec;
-    r->count = 0;
-  }
-  __sync_fetch_and_add(&r->count, 1); /* no fetch: 5.10 has none */
   struct nsl_outlier *o = NULL;
-  if (r->count <= targ_outlier_limit)
+  if (rate_take(r, now, targ_outlier_limit))
     o = bpf_ringbuf_reserve(&netstacklat_outliers, sizeof(*o), 0);
   if (!o) {
     __u64 *n = bpf_map_lookup_elem(&netstacklat_outliers_suppressed, &zero);

@@ -15,7 +15,6 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <ctype.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,7 +300,7 @@ static int on_event(void *ctx, void *data, size_t len) {
   struct ebpf_nfield f[10];
   size_t n = 0;
   char local[EBPF_ADDR_LEN], remote[EBPF_ADDR_LEN], proto[8];
-  char ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN], rname[DATA_MAX_NAME_LEN];
+  char rname[DATA_MAX_NAME_LEN];
   const char *reason;
   if (gen == GEN_LOCATION) {
     reason = location_name(e->cause);
@@ -314,28 +313,19 @@ static int on_event(void *ctx, void *data, size_t len) {
     reason = "other";
   }
   f[n++] = NF_STR("reason", reason);
-  if (e->proto == 6 || e->proto == 17)
-    snprintf(proto, sizeof(proto), "%s", e->proto == 6 ? "tcp" : "udp");
-  else
-    snprintf(proto, sizeof(proto), "%u", e->proto);
-  if (e->proto)
+  if (e->proto) {
+    ebpf_proto_str(e->proto, proto);
     f[n++] = NF_STR("proto", proto);
+  }
   if (e->family == AF_INET || e->family == AF_INET6) {
     ebpf_addr_str(e->family, e->laddr, e->lport, e->has_ports, local);
     ebpf_addr_str(e->family, e->raddr, e->rport, e->has_ports, remote);
     f[n++] = NF_STR("local", local);
     f[n++] = NF_STR("remote", remote);
   }
-  /* Interface names are those of collectd's own namespace. */
-  if (e->ifindex && e->netns == self_netns &&
-      if_indextoname(e->ifindex, ifname))
-    f[n++] = NF_STR("interface", ifname);
-  if (e->ifindex)
-    f[n++] = NF_UINT("ifindex", e->ifindex);
-  if (e->netns)
-    f[n++] = NF_UINT("netns", e->netns);
-  if (cgroup_tree_name(&cgroups, e->cgroup, &cg_refreshed, cg))
-    f[n++] = NF_STR("cgroup", cg);
+  struct ebpf_where where;
+  n += ebpf_where_fields(f + n, &where, e->ifindex, e->netns, self_netns,
+                         e->cgroup, &cgroups, &cg_refreshed);
   ebpf_notify_at((int64_t)e->time_ns + mono_to_real, NOTIF_WARNING, FEATURE,
                  reason, "", "drop", f, n);
   notified++;
@@ -550,46 +540,48 @@ static void name_locations(size_t from) {
   free(sym);
 }
 
+/* The index of a location in locs, added (not yet named: fn -2) when it
+ * is new; nlocs when locs is full. */
+static size_t loc_index(uint64_t addr) {
+  size_t i;
+  for (i = 0; i < nlocs && locs[i].addr != addr; i++)
+    ;
+  if (i == nlocs && nlocs < DROPS_LOCATIONS_MAX) {
+    locs[nlocs].addr = addr;
+    locs[nlocs].fn = -2;
+    nlocs++;
+  }
+  return i;
+}
+
 static void read_locations_map(void) {
   int fd = bpf_map__fd(skel->maps.drops_by_location);
-  size_t from = nlocs;
-  uint64_t key, next, val;
+  size_t from = nlocs, nseen = 0;
+  static struct {
+    size_t loc;
+    uint64_t drops;
+  } seen[DROPS_LOCATIONS_MAX];
+  uint64_t key, next, val, *cur = NULL;
+  while (nseen < DROPS_LOCATIONS_MAX &&
+         bpf_map_get_next_key(fd, cur, &next) == 0) {
+    key = next;
+    cur = &key;
+    if (bpf_map_lookup_elem(fd, &key, &val) == 0) {
+      seen[nseen].loc = loc_index(key);
+      seen[nseen++].drops = val;
+    }
+  }
+  if (nlocs > from) /* new ones: named now, from /proc/kallsyms */
+    name_locations(from);
   for (size_t i = 0; i < nfns; i++)
     fns[i].sum = 0;
   int64_t other = 0;
-  uint64_t *cur = NULL;
-  while (bpf_map_get_next_key(fd, cur, &next) == 0) {
-    key = next;
-    cur = &key;
-    if (bpf_map_lookup_elem(fd, &key, &val) != 0)
-      continue;
-    size_t i;
-    for (i = 0; i < nlocs && locs[i].addr != key; i++)
-      ;
-    if (i == nlocs) {
-      if (nlocs == DROPS_LOCATIONS_MAX)
-        continue; /* cannot happen: the map has as many entries */
-      locs[nlocs].addr = key;
-      locs[nlocs].fn = -2; /* named below */
-      nlocs++;
-    }
-  }
-  if (nlocs > from)
-    name_locations(from);
-  /* Sum again with every location named. */
-  cur = NULL;
-  while (bpf_map_get_next_key(fd, cur, &next) == 0) {
-    key = next;
-    cur = &key;
-    if (bpf_map_lookup_elem(fd, &key, &val) != 0)
-      continue;
-    size_t i;
-    for (i = 0; i < nlocs && locs[i].addr != key; i++)
-      ;
-    if (i < nlocs && locs[i].fn >= 0)
-      fns[locs[i].fn].sum += (int64_t)val;
+  for (size_t i = 0; i < nseen; i++) {
+    size_t l = seen[i].loc;
+    if (l < nlocs && locs[l].fn >= 0)
+      fns[locs[l].fn].sum += (int64_t)seen[i].drops;
     else
-      other += (int64_t)val;
+      other += (int64_t)seen[i].drops;
   }
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu > 0) {
@@ -616,18 +608,10 @@ static void read_locations_map(void) {
 /* The metric name of a location (for a notification): named like the
  * counters, from /proc/kallsyms when first seen. */
 static const char *location_name(uint64_t addr) {
-  size_t i;
-  for (i = 0; i < nlocs && locs[i].addr != addr; i++)
-    ;
-  if (i == nlocs) {
-    if (nlocs == DROPS_LOCATIONS_MAX)
-      return "at_other";
-    locs[nlocs].addr = addr;
-    locs[nlocs].fn = -2;
-    nlocs++;
-    name_locations(i);
-  }
-  return locs[i].fn >= 0 ? fns[locs[i].fn].name : "at_other";
+  size_t from = nlocs, i = loc_index(addr);
+  if (nlocs > from)
+    name_locations(from);
+  return i < nlocs && locs[i].fn >= 0 ? fns[locs[i].fn].name : "at_other";
 }
 
 static int drops_read(void) {

@@ -91,6 +91,25 @@ struct ebpf_nfield {
 #define NF_DBL(k, x)                                                           \
   ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_DOUBLE, .v.d = (x)})
 
+/* The fields that say where a packet was, in this order: interface (its
+ * name, when netns is collectd's own, self_netns), ifindex, netns (each
+ * when known, non-zero) and cgroup (the cgroup with that id, named by the
+ * naming rule; the tree t is walked again on a miss, once per read:
+ * *refreshed). Appended to f (room for 4); returns how many. The strings
+ * live in *w. */
+struct cgroup_tree;
+struct ebpf_where {
+  char ifname[16];  /* IF_NAMESIZE */
+  char cg[EBPF_NAME_LEN];
+};
+size_t ebpf_where_fields(struct ebpf_nfield *f, struct ebpf_where *w,
+                         uint32_t ifindex, uint32_t netns, uint32_t self_netns,
+                         uint64_t cgroup, struct cgroup_tree *t,
+                         bool *refreshed);
+
+/* The protocol of a notification: "tcp", "udp", or the IP protocol number. */
+void ebpf_proto_str(unsigned proto, char out[8]);
+
 /* The message of a notification: the fields in order as `key=value`,
  * separated by one space. Numbers are decimal (a double in the fewest
  * digits that read back as the same value); a string is written as it is

@@ -4,8 +4,6 @@
 #include "ebpf.h"
 #include "netstacklat.h"
 
-#include <arpa/inet.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,15 +17,13 @@ int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
     return 0;
   struct ebpf_nfield f[12];
   size_t n = 0;
-  char local[EBPF_ADDR_LEN], remote[EBPF_ADDR_LEN], ifname[IF_NAMESIZE], cg[EBPF_NAME_LEN];
+  char local[EBPF_ADDR_LEN], remote[EBPF_ADDR_LEN];
+  struct ebpf_where where;
   char comm[sizeof(o->comm) + 1], proto[8];
   f[n++] = NF_STR("hook", c->hook_names[o->hook]);
   f[n++] = NF_DBL("latency_s", o->latency_ns / 1e9);
   if (o->proto || o->family) {
-    if (o->proto == 6 || o->proto == 17)
-      snprintf(proto, sizeof(proto), "%s", o->proto == 6 ? "tcp" : "udp");
-    else
-      snprintf(proto, sizeof(proto), "%u", o->proto);
+    ebpf_proto_str(o->proto, proto);
     f[n++] = NF_STR("proto", proto);
   }
   if (o->family == AF_INET || o->family == AF_INET6) {
@@ -47,16 +43,8 @@ int nsl_outlier_notify(struct nsl_outlier_ctx *c, const void *data,
   }
   if (o->hook >= NSL_TCP_SOCKET_ENQUEUED) /* the hooks with a socket */
     f[n++] = NF_UINT("queue_len", o->qlen);
-  /* Interface names are those of collectd's own namespace. */
-  if (o->ifindex && o->netns == c->self_netns &&
-      if_indextoname(o->ifindex, ifname))
-    f[n++] = NF_STR("interface", ifname);
-  if (o->ifindex)
-    f[n++] = NF_UINT("ifindex", o->ifindex);
-  if (o->netns)
-    f[n++] = NF_UINT("netns", o->netns);
-  if (cgroup_tree_name(c->cgroups, o->cgroup, &c->cg_refreshed, cg))
-    f[n++] = NF_STR("cgroup", cg);
+  n += ebpf_where_fields(f + n, &where, o->ifindex, o->netns, c->self_netns,
+                         o->cgroup, c->cgroups, &c->cg_refreshed);
   ebpf_notify_at((int64_t)o->time_ns, NOTIF_WARNING, c->plugin,
                  c->hook_names[o->hook], "", "outlier", f, n);
   c->notified++;

@@ -8,6 +8,8 @@
 #include "mock_collectd.h"
 #include "testlib.h"
 
+#include <arpa/inet.h>
+
 #include <sys/stat.h>
 
 static const char *const names[NSL_NHOOKS] = {
