@@ -129,6 +129,12 @@ SLO_DESC = ("Share of the hook's events within 10 ms, in percent: the SLO panel.
 OUTLIERS_DESC = ("Latency outlier notifications per second: notified, and suppressed "
                  "by the kernel's rate limit (OutlierLimit). Empty unless "
                  "OutlierThreshold is set in <Netstacklat> (off by default).")
+DROPS_DESC = ("Packets the kernel dropped per second, one series per reason "
+              "(drops-<reason>/operations: no_socket, socket_rcvbuff, not_specified...; "
+              "docs/drops.md says what each means). Kernels without drop reasons "
+              "(before 5.17) count by the kernel function that dropped the packet "
+              "instead: at_<function>, and at_other past MaxLocations. A reason "
+              "appears from its first drop on. Empty without a <Drops> block.")
 
 
 def graphite():
@@ -187,6 +193,10 @@ def graphite():
             t("A", "alias(asPercent(%s.operations-le_9961472, %s.operations), "
                    "'within 10 ms')" % (h, h))],
             "percent", 0, 45, desc=SLO_DESC),
+        panel(13, "drops: packets dropped/s by reason", [
+            t("A", "aliasSub($host.drops-*.operations, '^.*drops-([^.]+)\\..*', '\\1')")],
+            "pps", 12, 45, desc=DROPS_DESC + " write_graphite's StoreRates (default true) "
+            "already sends these counters as rates."),
     ]
     return dashboard("collectd-ebpf-graphite", "collectd-ebpf (Graphite)", "graphite",
                      [var("host", "*", label="Host"),
@@ -270,6 +280,10 @@ def prometheus():
                    ' / ignoring(type) rate(collectd_netstacklat_operations_total{%s,type=""}[1m])'
                    % (sel, sel), "within 10 ms")],
             "percent", 0, 45, desc=SLO_DESC),
+        # Every reason (or drop location) is a value of the label drops.
+        panel(13, "drops: packets dropped/s by reason", [
+            t("A", 'rate(collectd_drops_operations_total{%s}[1m])' % tsel, "{{drops}}")],
+            "pps", 12, 45, desc=DROPS_DESC),
     ]
     return dashboard("collectd-ebpf-prometheus", "collectd-ebpf (Prometheus)", "prometheus",
                      [var("instance", "label_values(collectd_pressure_percent, instance)",
