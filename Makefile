@@ -173,7 +173,8 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 # the other objects.
 UNIT_WITH_SRC := tcp_window_diag_test:tcp_window netstacklat_test:netstacklat \
 	nsl_outliers_test:nsl_outliers owners_test:owners nsl_slots_test:nsl_slots \
-	nsl_cgfilter_test:nsl_cgfilter nsl_ifaces_test:nsl_ifaces pressure_test:pressure
+	nsl_cgfilter_test:nsl_cgfilter nsl_ifaces_test:nsl_ifaces pressure_test:pressure \
+	drops_test:drops
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
@@ -183,6 +184,7 @@ endef
 $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 # The Cgroup filter's test loads the maps of netstacklat's object.
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
+$(BUILD)/tests/drops_test: $(BUILD)/bpf/drops.skel.h
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests

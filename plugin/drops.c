@@ -158,6 +158,8 @@ static int64_t mono_to_real; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this read */
 static uint32_t self_netns;
 static bool other_seen, other_ready;
 static bool kallsyms_warned;
+/* Where the kernel's symbols are (a unit test gives its own file). */
+static const char *kallsyms_path = "/proc/kallsyms";
 
 /* -------------------------------------------------- the kernel's BTF */
 
@@ -506,7 +508,7 @@ static void name_locations(size_t from) {
   if (!sym)
     return;
   memset(best, 0, sizeof(best));
-  FILE *f = fopen("/proc/kallsyms", "re");
+  FILE *f = fopen(kallsyms_path, "re");
   bool addrs = false;
   if (f) {
     char line[512];
@@ -528,11 +530,11 @@ static void name_locations(size_t from) {
     fclose(f);
   }
   if ((!f || !addrs) && !kallsyms_warned) {
-    E_WARNING(FEATURE ": /proc/kallsyms %s: drop locations cannot be named "
+    E_WARNING(FEATURE ": %s %s: drop locations cannot be named "
               "and are counted as at_other (collectd needs CAP_SYSLOG, or "
               "kernel.kptr_restrict 0 or 1 with root, to see kernel "
               "addresses).",
-              f ? "shows no addresses" : "cannot be read");
+              kallsyms_path, f ? "shows no addresses" : "cannot be read");
     kallsyms_warned = true;
   }
   for (size_t i = 0; i < n; i++)

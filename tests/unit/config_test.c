@@ -183,6 +183,22 @@ static const struct kcase cases[] = {
     /* sock_diag reads one namespace: "all" needs StalledReceivers false */
     S1("WindowClamp", "NetworkNamespace", "all", false),
     B1("WindowClamp", "Thresold", 1, false),
+    /* Drops */
+    S1("Drops", "NetworkNamespace", "all", true),
+    N1("Drops", "NetworkNamespace", 1, false),
+    N1("Drops", "MaxLocations", 32, true),
+    N1("Drops", "MaxLocations", 0, false),
+    N1("Drops", "MaxLocations", 1001, false),
+    N1("Drops", "MaxLocations", 2.5, false),
+    S2("Drops", "IgnoreReason", "not_specified", "No_Socket", true),
+    S1("Drops", "IgnoreReason", "no-socket", false),
+    S1("Drops", "IgnoreReason", "", false),
+    N1("Drops", "IgnoreReason", 3, false),
+    B1("Drops", "DropNotifications", 1, true),
+    S1("Drops", "DropNotifications", "sometimes", false),
+    /* DropLimit needs DropNotifications true */
+    N1("Drops", "DropLimit", 5, false),
+    B1("Drops", "Reasons", 1, false),
 };
 
 DEF_TEST(every_key_good_and_bad) {
