@@ -17,7 +17,8 @@ BENCH_BINS := $(BUILD)/bench/bpfload $(BUILD)/bench/readcost $(BUILD)/bench/slic
 	$(BUILD)/bench/drop_floor.bpf.o
 
 # bench/socketscan: the stalled-receiver scan's cost against idle sockets.
-SOCKETSCAN_BINS := $(BUILD)/bench/readcost $(BUILD)/bench/iter_floor.bpf.o
+SOCKETSCAN_BINS := $(BUILD)/bench/readcost $(BUILD)/bench/iter_floor.bpf.o \
+	$(BUILD)/bench/sk_mark $(BUILD)/bench/sk_mark.bpf.o
 .PHONY: socketscan-bins
 socketscan-bins: $(PLUGIN_SO) $(SOCKETSCAN_BINS)
 
@@ -32,6 +33,10 @@ $(BUILD)/bench:
 $(BUILD)/bench/%.bpf.o: bench/%.bpf.c | $(BUILD)/bench
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/sk_mark: bench/sk_mark.c | $(BUILD)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -o $@ -lbpf
 
 $(BUILD)/bench/bpfload: bench/bpfload.c | $(BUILD)/bench
 	$(call msg,CC,$@)
