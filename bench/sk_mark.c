@@ -1,7 +1,8 @@
-/* bench/sk_mark OBJ [forward|reverse] [BASE]: the per-event price of marking
+/* bench/sk_mark OBJ [forward|reverse] [BASE [MARK]]: the per-event price of marking
  * sockets on the enqueue path (bench/sk_mark.bpf.c), for
- * bench/socketscan --marked. Loads the object's program mark and BASE
- * (mark_empty, the default, or mark_read), attaches both on sk_data_ready
+ * bench/socketscan --marked. Loads the object's program MARK (mark, the
+ * default, or mark_slot) and BASE (mark_empty, the default, or mark_read),
+ * attaches both on sk_data_ready
  * (mark first, or with reverse BASE first: the first program on a
  * tracepoint pays the cold lines), says "ready", then answers one line per
  * command on stdin:
@@ -30,11 +31,13 @@ static void prog_stats(struct bpf_program *p, uint64_t *runs, uint64_t *ns) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 4) {
-    fprintf(stderr, "usage: %s OBJ [forward|reverse] [BASE]\n", argv[0]);
+  if (argc < 2 || argc > 5) {
+    fprintf(stderr, "usage: %s OBJ [forward|reverse] [BASE [MARK]]\n",
+            argv[0]);
     return 2;
   }
-  const char *base_name = argc == 4 ? argv[3] : "mark_empty";
+  const char *base_name = argc >= 4 ? argv[3] : "mark_empty";
+  const char *mark_name = argc == 5 ? argv[4] : "mark";
   int rev = argc >= 3 && strcmp(argv[2], "reverse") == 0;
   libbpf_set_print(quiet);
   struct bpf_object *obj = bpf_object__open_file(argv[1], NULL);
@@ -42,11 +45,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "sk_mark: cannot open %s\n", argv[1]);
     return 1;
   }
-  struct bpf_program *mark = bpf_object__find_program_by_name(obj, "mark");
+  struct bpf_program *mark = bpf_object__find_program_by_name(obj, mark_name);
   struct bpf_program *base = bpf_object__find_program_by_name(obj, base_name);
   struct bpf_program *p;
   if (!mark || !base || base == mark) {
-    fprintf(stderr, "sk_mark: no program %s\n", base_name);
+    fprintf(stderr, "sk_mark: no program %s or %s\n", mark_name, base_name);
     return 2;
   }
   bpf_object__for_each_program(p, obj) {
