@@ -18,6 +18,7 @@
 
 #include "entry_stack.h"
 #include "netstacklat.h"
+#include "tcp_window.h"
 
 /* ---- settings, fixed at load ---- */
 const volatile __u32 targ_netns = 0; /* netns inode number; 0: all */
@@ -286,6 +287,68 @@ int BPF_KPROBE(udp_start_kprobe_v6, struct sk_buff *skb) {
   return 0;
 }
 
+/* tcp_window's stalled receivers by marked sockets (bpf/tcp_window.h): each
+ * TCP socket given data is announced once per epoch on a ring buffer, so
+ * that tcp_window asks about those sockets only instead of walking every
+ * socket. Set by user space (netstacklat_serve_stalled()): tcpw_epoch, 0
+ * while off; tcpw_mark_netns, the namespace tcp_window scans (0: all). */
+__u32 tcpw_epoch = 0;
+__u32 tcpw_mark_netns = 0;
+__u64 tcpw_marks_lost = 0; /* the ring buffer was full: a rescan is due */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, TCPW_MARK_SLOTS);
+  __type(key, __u32);
+  __type(value, struct tcpw_mark_slot);
+} netstacklat_tcpw_slots SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, TCPW_MARK_RB_BYTES);
+} netstacklat_tcpw_marks SEC(".maps");
+
+/* The socket is remembered in its hash's slot with the epoch; the slot's
+ * line is the only one an event touches beyond what the program reads
+ * anyway, until the socket is announced (once per epoch). A listener's
+ * data_ready is a new connection, not data. */
+static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
+                                      const bool probed) {
+  if (RD(probed, sk, __sk_common.skc_state) == TCP_LISTEN)
+    return;
+  __u32 ns = tcpw_mark_netns;
+  if (ns && RD(probed, sk, __sk_common.skc_net.net, ns.inum) != ns)
+    return;
+  __u32 h = RD(probed, sk, __sk_common.skc_hash);
+  __u32 k = (h ^ (h >> 16)) & (TCPW_MARK_SLOTS - 1);
+  struct tcpw_mark_slot *slot = bpf_map_lookup_elem(&netstacklat_tcpw_slots, &k);
+  __u64 id = (__u64)(unsigned long)sk;
+  if (!slot || (slot->sk == id && slot->epoch == epoch))
+    return;
+  struct tcpw_mark_rec *r =
+      bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
+  if (!r) {
+    /* Not remembered: the socket's next event tries again. */
+    __sync_fetch_and_add(&tcpw_marks_lost, 1);
+    return;
+  }
+  slot->sk = id;
+  slot->epoch = epoch;
+  __u16 family = RD(probed, sk, __sk_common.skc_family);
+  __builtin_memset(r, 0, sizeof(*r));
+  r->family = (__u8)family;
+  r->sport = RD(probed, sk, __sk_common.skc_num);
+  r->dport = bpf_ntohs(RD(probed, sk, __sk_common.skc_dport));
+  if (family == 2 /* AF_INET */) {
+    bpf_core_read(r->src, 4, &sk->__sk_common.skc_rcv_saddr);
+    bpf_core_read(r->dst, 4, &sk->__sk_common.skc_daddr);
+  } else {
+    bpf_core_read(r->src, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+    bpf_core_read(r->dst, 16, &sk->__sk_common.skc_v6_daddr);
+  }
+  bpf_ringbuf_submit(r, 0);
+}
+
 /* ===================================================== tcp_socket_enqueued */
 
 /* fexit, not fentry: the segment is on the receive queue when it returns.
@@ -295,6 +358,9 @@ SEC("fexit/tcp_queue_rcv")
 int BPF_PROG(tcp_enqueued_fexit, struct sock *sk, struct sk_buff *skb,
              bool *fragstolen, int ret) {
   socket_skb_hook(NSL_TCP_SOCKET_ENQUEUED, sk, skb, false);
+  __u32 epoch = tcpw_epoch;
+  if (epoch)
+    tcpw_mark(sk, epoch, false);
   return 0;
 }
 
@@ -312,6 +378,9 @@ static __always_inline void enqueued_tail(__u32 hook, const struct sock *sk) {
 SEC("kprobe/tcp_queue_rcv")
 int BPF_KPROBE(tcp_enqueued_kprobe, struct sock *sk, struct sk_buff *skb) {
   socket_skb_hook(NSL_TCP_SOCKET_ENQUEUED, sk, skb, true);
+  __u32 epoch = tcpw_epoch;
+  if (epoch)
+    tcpw_mark(sk, epoch, true);
   return 0;
 }
 
@@ -469,6 +538,9 @@ int BPF_PROG(enqueued_tp, const struct sock *sk) {
     __u32 threshold = tcpw_threshold;
     if (threshold)
       tcpw_wakeup(sk, threshold);
+    __u32 epoch = tcpw_epoch;
+    if (epoch)
+      tcpw_mark(sk, epoch, false);
   } else if (targ_udp_enqueued_tp && proto == 17 /* IPPROTO_UDP */) {
     if (is_inet(sk))
       udp_enqueued_tail(sk);

@@ -33,4 +33,28 @@ struct tcpw_scan_rec {
   __u8 src[16], dst[16]; /* network order; IPv4 in the first 4 bytes */
 };
 
+/* Stalled receivers by marked sockets: netstacklat's TCP enqueue program
+ * announces each socket that is given data once per epoch (tcp_window
+ * bumps the epoch at every scan), in this record on a ring buffer;
+ * tcp_window then asks sock_diag about those sockets only (and about the
+ * ones still holding unread data), not about every socket. A socket is
+ * remembered in a slot of a table indexed by its hash: sockets sharing a
+ * slot are announced again as they alternate, never missed. */
+#define TCPW_MARK_SLOTS 16384 /* a power of two */
+#define TCPW_MARK_RB_BYTES (256 * 1024)
+
+struct tcpw_mark_slot {
+  __u64 sk;    /* the socket's address, as an identity */
+  __u32 epoch; /* the epoch it was last announced in */
+  __u32 pad;
+};
+
+struct tcpw_mark_rec {
+  __u16 sport;           /* host order (skc_num): the local port */
+  __u16 dport;           /* host order */
+  __u8 family;           /* AF_INET or AF_INET6 */
+  __u8 pad[3];
+  __u8 src[16], dst[16]; /* network order; IPv4 in the first 4 bytes */
+};
+
 #endif

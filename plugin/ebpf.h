@@ -47,6 +47,19 @@ int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum);
 struct bpf_map *netstacklat_tcp_window_map(void);
 void netstacklat_unserve_tcp_window(void);
 
+/* tcp_window's stalled receivers by marked sockets (bpf/tcp_window.h):
+ * while netstacklat's tcp_socket_enqueued program runs (any flavour), it
+ * can announce every TCP socket of namespace netns_inum (0: all) that is
+ * given data, once per epoch, as struct tcpw_mark_rec on the ring buffer
+ * *marks_fd. netstacklat_serve_stalled() returns 0 when it can, -ENOENT
+ * when not; the announcements start with the first epoch other than 0
+ * set by netstacklat_stalled_epoch() (which also gives the count of
+ * announcements lost to a full ring buffer; -ENOENT once netstacklat is
+ * gone), and netstacklat_unserve_stalled() stops them. */
+int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd);
+int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost);
+void netstacklat_unserve_stalled(void);
+
 /* ---- dispatch helpers ---- */
 void submit_gauge(const char *plugin, const char *plugin_instance,
                   const char *type, const char *type_instance, double v);

@@ -1586,6 +1586,29 @@ void netstacklat_unserve_tcp_window(void) {
     __atomic_store_n(&skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
 }
 
+int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd) {
+  const struct hook_state *h = &hooks[NSL_TCP_SOCKET_ENQUEUED];
+  if (!skel || h->flavour < 0 || h->nlinks == 0)
+    return -ENOENT;
+  skel->bss->tcpw_mark_netns = netns_inum;
+  *marks_fd = bpf_map__fd(skel->maps.netstacklat_tcpw_marks);
+  return 0;
+}
+
+int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
+  if (!skel)
+    return -ENOENT;
+  /* The namespace before the first epoch: the program reads it after. */
+  __atomic_store_n(&skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
+  *lost = __atomic_load_n(&skel->bss->tcpw_marks_lost, __ATOMIC_RELAXED);
+  return 0;
+}
+
+void netstacklat_unserve_stalled(void) {
+  if (skel)
+    __atomic_store_n(&skel->bss->tcpw_epoch, 0, __ATOMIC_RELEASE);
+}
+
 const struct ebpf_feature feature_netstacklat = {
     .block = "Netstacklat",
     .name = FEATURE,

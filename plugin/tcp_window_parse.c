@@ -127,6 +127,54 @@ static int find_last_data_recv(const unsigned char *a, size_t len,
   return found;
 }
 
+/* One inet_diag_msg (pl, pllen: the payload): counted, and handed to
+ * acc->each unless it is a listener. 0 or -EBADMSG. */
+static int diag_msg(const unsigned char *pl, size_t pllen,
+                    uint32_t stalled_ms, struct stall_acc *acc) {
+  struct inet_diag_msg m;
+  if (pllen < sizeof(m))
+    return -EBADMSG;
+  memcpy(&m, pl, sizeof(m));
+  acc->sockets++;
+  if (m.idiag_state == 10 /* TCP_LISTEN */)
+    return 0;
+  uint32_t last = 0;
+  bool stalled = false;
+  if (m.idiag_rqueue > 0) {
+    int st = find_last_data_recv(pl + NLMSG_ALIGN(sizeof(m)),
+                                 pllen > NLMSG_ALIGN(sizeof(m))
+                                     ? pllen - NLMSG_ALIGN(sizeof(m))
+                                     : 0,
+                                 &last);
+    if (st < 0)
+      return st;
+    if (st == 0) {
+      acc->no_info++;
+    } else if (last > stalled_ms) {
+      stalled = true;
+      acc->stalled++;
+      acc->stalled_bytes += m.idiag_rqueue;
+    }
+  }
+  if (acc->each) {
+    struct diag_sock s = {
+        .cookie = (uint64_t)m.id.idiag_cookie[0] |
+                  (uint64_t)m.id.idiag_cookie[1] << 32,
+        .inode = m.idiag_inode,
+        .rqueue = m.idiag_rqueue,
+        .last_data_recv = last,
+        .sport = ntohs(m.id.idiag_sport),
+        .dport = ntohs(m.id.idiag_dport),
+        .family = m.idiag_family,
+        .stalled = stalled,
+    };
+    memcpy(s.src, m.id.idiag_src, sizeof(s.src));
+    memcpy(s.dst, m.id.idiag_dst, sizeof(s.dst));
+    acc->each(&s, acc->arg);
+  }
+  return 0;
+}
+
 int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
                   uint32_t stalled_ms, struct stall_acc *acc) {
   const unsigned char *p = buf;
@@ -159,48 +207,11 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
     }
     /* Replies carry the request's type: SOCK_DIAG_BY_FAMILY, or
      * TCPDIAG_GETSOCK for the one-walk dump of both families. */
-    if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY || h.nlmsg_type == TCPDIAG_GETSOCK) {
-      struct inet_diag_msg m;
-      if (pllen < sizeof(m))
-        return -EBADMSG;
-      memcpy(&m, pl, sizeof(m));
-      acc->sockets++;
-      if (m.idiag_state == 10 /* TCP_LISTEN */)
-        goto next;
-      uint32_t last = 0;
-      bool stalled = false;
-      if (m.idiag_rqueue > 0) {
-        int st = find_last_data_recv(pl + NLMSG_ALIGN(sizeof(m)),
-                                     pllen > NLMSG_ALIGN(sizeof(m))
-                                         ? pllen - NLMSG_ALIGN(sizeof(m))
-                                         : 0,
-                                     &last);
-        if (st < 0)
-          return st;
-        if (st == 0) {
-          acc->no_info++;
-        } else if (last > stalled_ms) {
-          stalled = true;
-          acc->stalled++;
-          acc->stalled_bytes += m.idiag_rqueue;
-        }
-      }
-      if (acc->each) {
-        struct diag_sock s = {
-            .cookie = (uint64_t)m.id.idiag_cookie[0] |
-                      (uint64_t)m.id.idiag_cookie[1] << 32,
-            .inode = m.idiag_inode,
-            .rqueue = m.idiag_rqueue,
-            .last_data_recv = last,
-            .sport = ntohs(m.id.idiag_sport),
-            .dport = ntohs(m.id.idiag_dport),
-            .family = m.idiag_family,
-            .stalled = stalled,
-        };
-        memcpy(s.src, m.id.idiag_src, sizeof(s.src));
-        memcpy(s.dst, m.id.idiag_dst, sizeof(s.dst));
-        acc->each(&s, acc->arg);
-      }
+    if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY ||
+        h.nlmsg_type == TCPDIAG_GETSOCK) {
+      int st = diag_msg(pl, pllen, stalled_ms, acc);
+      if (st < 0)
+        return st;
     }
     /* Other types (NLMSG_NOOP, NLMSG_OVERRUN...) carry nothing for us. */
   next:;
@@ -211,6 +222,43 @@ int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
     len -= step;
   }
   return len && len < sizeof(struct nlmsghdr) ? -EBADMSG : 0;
+}
+
+int sockdiag_exact_walk(const void *buf, size_t len, uint32_t seq0,
+                        uint32_t n, uint32_t stalled_ms,
+                        struct stall_acc *acc) {
+  const unsigned char *p = buf;
+  int answered = 0;
+  while (len >= sizeof(struct nlmsghdr)) {
+    struct nlmsghdr h;
+    memcpy(&h, p, sizeof(h));
+    if (h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > len)
+      return -EBADMSG;
+    const unsigned char *pl = p + NLMSG_HDRLEN;
+    size_t pllen = h.nlmsg_len - NLMSG_HDRLEN;
+    if (h.nlmsg_seq - seq0 >= n) {
+      acc->foreign++;
+    } else if (h.nlmsg_type == NLMSG_ERROR) {
+      /* The socket is gone (ENOENT), or the lookup failed: no answer but
+       * this one for that request. */
+      if (pllen < sizeof(int))
+        return -EBADMSG;
+      answered++;
+    } else if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+      int st = diag_msg(pl, pllen, stalled_ms, acc);
+      if (st < 0)
+        return st;
+      answered++;
+    }
+    size_t step = NLMSG_ALIGN(h.nlmsg_len);
+    if (step >= len)
+      break;
+    p += step;
+    len -= step;
+  }
+  if (len && len < sizeof(struct nlmsghdr))
+    return -EBADMSG;
+  return answered;
 }
 
 size_t scanrec_walk(const void *buf, size_t len, uint32_t stalled_ms,

@@ -63,6 +63,18 @@ struct stall_acc {
 int sockdiag_walk(const void *buf, size_t len, uint32_t seq,
                   uint32_t stalled_ms, struct stall_acc *acc);
 
+/* Walks one recv() worth of replies to a batch of n exact sock_diag
+ * requests (one socket each, NLM_F_REQUEST without NLM_F_DUMP), whose
+ * nlmsg_seq are seq0 .. seq0 + n - 1. A socket reply counts and is handed
+ * to acc->each as in sockdiag_walk; an NLMSG_ERROR of the batch answers a
+ * request whose socket is gone (ENOENT) or could not be looked up. Messages
+ * of other sequence numbers are skipped and counted in acc->foreign.
+ * Returns the number of the batch's requests answered in buf, or
+ * -EBADMSG for a malformed buffer. */
+int sockdiag_exact_walk(const void *buf, size_t len, uint32_t seq0,
+                        uint32_t n, uint32_t stalled_ms,
+                        struct stall_acc *acc);
+
 /* Walks the records of the BPF iterator scan (struct tcpw_scan_rec,
  * bpf/tcp_window.h) in buf, whole records only, and adds to *acc as
  * sockdiag_walk does for the same sockets: stalled when rqueue > 0 and

@@ -231,6 +231,58 @@ DEF_TEST(diag_done_and_error) {
   return 0;
 }
 
+struct seen {
+  uint64_t sockets;
+};
+static void count_each(const struct diag_sock *s, void *arg) {
+  (void)s;
+  ((struct seen *)arg)->sockets++;
+}
+
+/* The replies to a batch of exact requests (seq SEQ .. SEQ + 3): each
+ * socket reply and each error (a socket gone) answers one request; a
+ * listener answers without being handed on; a reply of another batch is
+ * foreign. */
+DEF_TEST(diag_exact_batch) {
+  struct nlbuf nb = {.len = 0};
+  msg_seq = SEQ;
+  add_sock(&nb, 1, 5000, 3000, sizeof(struct tcp_info)); /* stalled */
+  msg_seq = SEQ + 1;
+  add_sock(&nb, 1, 0, 3000, sizeof(struct tcp_info)); /* read since */
+  msg_seq = SEQ + 9;
+  add_sock(&nb, 1, 7000, 3000, sizeof(struct tcp_info)); /* foreign */
+  struct nlmsghdr h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct nlmsgerr)),
+                       .nlmsg_type = NLMSG_ERROR,
+                       .nlmsg_seq = SEQ + 2};
+  put(&nb, &h, sizeof(h));
+  struct nlmsgerr err = {.error = -ENOENT};
+  put(&nb, &err, sizeof(err));
+  msg_seq = SEQ + 3;
+  add_sock(&nb, 10, 0, 0, sizeof(struct tcp_info)); /* a listener */
+  msg_seq = SEQ;
+  struct seen n = {0};
+  struct stall_acc acc = {.each = count_each, .arg = &n};
+  unsigned char *c = malloc(nb.len + 1);
+  memcpy(c + 1, nb.b, nb.len);
+  CHECK_EQ_INT(4, sockdiag_exact_walk(c + 1, nb.len, SEQ, 4, 2000, &acc));
+  CHECK_EQ_U64(3, acc.sockets);
+  CHECK_EQ_U64(1, acc.stalled);
+  CHECK_EQ_U64(5000, acc.stalled_bytes);
+  CHECK_EQ_U64(1, acc.foreign);
+  CHECK_EQ_U64(2, n.sockets); /* the stalled one and the one read */
+  /* A batch of two: the rest is foreign. */
+  memset(&acc, 0, sizeof(acc));
+  CHECK_EQ_INT(2, sockdiag_exact_walk(c + 1, nb.len, SEQ, 2, 2000, &acc));
+  CHECK_EQ_U64(3, acc.foreign);
+  /* Truncated: refused, never read past (ASan). */
+  for (size_t k = 1; k < NLMSG_HDRLEN + sizeof(struct inet_diag_msg); k++) {
+    memset(&acc, 0, sizeof(acc));
+    CHECK_EQ_INT(-EBADMSG, sockdiag_exact_walk(c + 1, k, SEQ, 4, 2000, &acc));
+  }
+  free(c);
+  return 0;
+}
+
 DEF_TEST(diag_malformed) {
   struct nlbuf nb = {.len = 0};
   add_sock(&nb, 1, 5000, 99999, sizeof(struct tcp_info));
@@ -496,6 +548,7 @@ int main(void) {
   RUN_TEST(diag_compat_reply_type);
   RUN_TEST(diag_done_and_error);
   RUN_TEST(diag_malformed);
+  RUN_TEST(diag_exact_batch);
   RUN_TEST(diag_garbage_against_oracle);
   RUN_TEST(diag_ignores_other_requests);
   RUN_TEST(diag_dump_interrupted);
