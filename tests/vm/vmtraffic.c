@@ -36,6 +36,13 @@
  *       the smallest SO_RCVBUF that never reads (Udp RcvbufErrors). Prints
  *       "drops KIND sent S": the datagrams sent, or the connections
  *       refused.
+ *   vmtraffic stall PORT BYTES IDLE SECONDS
+ *       A stalled receiver and idle sockets over 127.0.0.1: IDLE idle
+ *       connections to PORT, then one more whose peer sends BYTES that
+ *       the accepting side never reads; all are held SECONDS, then
+ *       closed. Prints "stall BYTES unread U" once the data has arrived
+ *       (U: the accepted socket's unread bytes, FIONREAD) and "closed" at
+ *       the end.
  *   vmtraffic qcheck DIR READS T0 BASE
  *       Checks the quantiles the plugin dispatched (the csv files of
  *       DIR, netstacklat-tcp_socket_read's directory) against the "w"
@@ -92,6 +99,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -721,6 +729,54 @@ static int drops(const char *kind, int port, int n) {
   return total == ncpu * n ? 0 : 1;
 }
 
+static int stall(int port, int bytes, int idle, int seconds) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1024)) {
+    perror("stall: listen");
+    return 1;
+  }
+  int n = 2 * (idle + 1), *fds = calloc((size_t)n, sizeof(int)), k = 0;
+  for (int i = 0; i <= idle; i++) {
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a))) {
+      perror("stall: connect");
+      return 1;
+    }
+    int s = accept(l, NULL, NULL);
+    if (s < 0) {
+      perror("stall: accept");
+      return 1;
+    }
+    fds[k++] = c;
+    fds[k++] = s;
+  }
+  /* The last pair: its client sends, its accepted end never reads. */
+  char *buf = calloc(1, (size_t)bytes);
+  if (send(fds[k - 2], buf, (size_t)bytes, 0) != bytes) {
+    perror("stall: send");
+    return 1;
+  }
+  int unread = 0;
+  for (int i = 0; i < 200 && unread < bytes; i++) {
+    ioctl(fds[k - 1], FIONREAD, &unread);
+    if (unread < bytes)
+      usleep(10000);
+  }
+  printf("stall %d unread %d\n", bytes, unread);
+  fflush(stdout);
+  sleep((unsigned)seconds);
+  for (int i = 0; i < k; i++)
+    close(fds[i]);
+  close(l);
+  printf("closed\n");
+  free(buf);
+  free(fds);
+  return unread == bytes ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc == 6 && !strcmp(argv[1], "conc"))
     return conc(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
@@ -738,10 +794,13 @@ int main(int argc, char **argv) {
                argc == 8);
   if (argc == 5 && !strcmp(argv[1], "drops"))
     return drops(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc == 6 && !strcmp(argv[1], "stall"))
+    return stall(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
   if (argc == 6 && !strcmp(argv[1], "qcheck"))
     return qcheck(argv[2], argv[3], atof(argv[4]), atoll(argv[5]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
                   "tcp ADDR PORT M DELAY_MS|SHAPE GAP_MS | qcheck DIR READS T0 BASE | clamp PORT SECONDS [CPU] | "
-                  "conc PORT FLOWS N block|spin | drops udp|tcp|rcvbuf PORT N\n");
+                  "conc PORT FLOWS N block|spin | drops udp|tcp|rcvbuf PORT N | "
+                  "stall PORT BYTES IDLE SECONDS\n");
   return 2;
 }
