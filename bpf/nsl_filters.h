@@ -106,15 +106,11 @@ static __always_inline __u64 sk_cgroup_id(const struct sock *sk,
  * configured one? st: its storage (NULL: none yet). A configured cgroup is
  * marked by user space; any other keeps the decision derived here, valid
  * while cg_filter_gen has not moved. Without one, walk up the ancestors to
- * the first that is marked, and keep the result: a cgroup made after start
- * is decided on its first event, and later events cost the one lookup.
- * The ancestors are reached through css.parent, a pointer the verifier
- * does not trust (6.18 refuses it to the storage helpers: "R2
- * type=untrusted_ptr_"), so their marks are looked up by id in the
- * filter's hash, where user space keeps the marked ids too. Deeper than
- * NSL_CG_MAXWALK levels below a marked cgroup or the root, the event is
- * left out and nothing is kept. (kprobe programs cannot use cgroup
- * storage: they keep the hash.) */
+ * the first that is marked or has a valid decision, and keep the result:
+ * a cgroup made after start is decided on its first event, and later
+ * events cost the one lookup. Deeper than NSL_CG_MAXWALK levels below any
+ * decided cgroup, the event is left out and nothing is kept. (kprobe
+ * programs cannot use cgroup storage: they keep the hash.) */
 static __always_inline bool cg_storage_in(struct cgroup *cgrp,
                                           struct nsl_cg_state *st) {
   __u32 gen = cg_filter_gen;
@@ -131,9 +127,15 @@ static __always_inline bool cg_storage_in(struct cgroup *cgrp,
       break;
     }
     a = p->cgroup;
-    __u64 id = a->kn->id;
-    if (bpf_map_lookup_elem(&netstacklat_cgroup_filter, &id)) {
+    struct nsl_cg_state *t =
+        bpf_cgrp_storage_get(&netstacklat_cgroup_state, a, 0, 0);
+    if (t && t->mark) {
       in = found = 1;
+      break;
+    }
+    if (t && t->gen == gen) {
+      in = t->in;
+      found = 1;
       break;
     }
   }

@@ -145,6 +145,17 @@ void loader_log_restore(void) {
   log_installed = false;
 }
 
+int loader_quiet_load(int (*load)(void *obj), void *obj, char *verdict,
+                      size_t len) {
+  log_verdict[0] = 0;
+  log_quiet++;
+  int err = load(obj);
+  log_quiet--;
+  snprintf(verdict, len, "%s", err ? log_verdict : "");
+  log_verdict[0] = 0;
+  return err;
+}
+
 /* ------------------------------------------------------- section parsing */
 
 int section_flavour(const char *sec, const char **target, bool *ret) {

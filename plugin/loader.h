@@ -120,4 +120,10 @@ int section_flavour(const char *sec, const char **target, bool *ret);
 void loader_log_install(void);
 void loader_log_restore(void);
 
+/* Load a probe object quietly (libbpf's messages at DEBUG): load(obj) runs
+ * with them quieted; returns its result, and *verdict (len bytes) holds
+ * the verifier's last words when it refused a program ("" otherwise). */
+int loader_quiet_load(int (*load)(void *obj), void *obj, char *verdict,
+                      size_t len);
+
 #endif

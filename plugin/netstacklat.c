@@ -14,6 +14,7 @@
 #include "nsl_ifaces.h"
 #include "nsl_outliers.h"
 #include "nsl_slots.h"
+#include "cgprobe.skel.h"
 #include "netstacklat.skel.h"
 #include "netstacklat_outliers.skel.h"
 #include "netstacklat_sampled.skel.h"
@@ -669,6 +670,30 @@ static void read_outliers(void) {
 
 static void netstacklat_shutdown(void);
 
+/* Whether the kernel, which has cgroup storage, refuses a socket's cgroup
+ * (and its parent's) to the storage helpers in a tracing program
+ * (bpf/cgprobe.bpf.c: 6.18.44's verifier calls them untrusted pointers).
+ * true: refused, with why in *why. */
+static int cgprobe_load(void *p) { return cgprobe_bpf__load(p); }
+
+static bool cg_storage_refused(char *why, size_t len) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  struct cgprobe_bpf *p = cgprobe_bpf__open_opts(&opts);
+  char verdict[200] = "";
+  int err = p ? loader_quiet_load(cgprobe_load, p, verdict, sizeof(verdict))
+              : -errno;
+  cgprobe_bpf__destroy(p);
+  if (!err)
+    return false;
+  snprintf(why, len,
+           "the kernel has BPF_MAP_TYPE_CGRP_STORAGE but refuses a socket's "
+           "cgroup to its helpers: %s%s%s%s",
+           ERRSTR(err), verdict[0] ? " (the verifier: \"" : "", verdict,
+           verdict[0] ? "\")" : "");
+  return true;
+}
+
 static int netstacklat_init(void) {
   int err = netns_resolve(cfg.netns, FEATURE, &netns);
   if (err)
@@ -757,6 +782,9 @@ static int netstacklat_init(void) {
         NULL);
     bool hash_forced = force && strcmp(force, "hash") == 0;
     cg_storage = !cg_anc && r == 1 && !hash_forced;
+    char refused[400] = "";
+    if (cg_storage && cg_storage_refused(refused, sizeof(refused)))
+      cg_storage = false;
     cg_hash = !cg_storage && !cg_anc;
     if (cg_anc)
       E_INFO("netstacklat: the Cgroup filter uses the cgroups' ancestors "
@@ -768,6 +796,7 @@ static int netstacklat_init(void) {
              cg_storage ? "cgroup storage" : "hash maps",
              hash_forced ? "forced by EBPF_TEST_CGROUP_FILTER=hash or "
                            "EBPF_TEST_CGROUP_STORAGE=off"
+             : refused[0] ? refused
              : r == 1    ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
                          : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
              cfg.ncgroups ? "; not the cgroups' ancestors: " : "",

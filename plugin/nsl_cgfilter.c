@@ -138,22 +138,6 @@ static size_t marks_refresh(struct nsl_cgfilter *f, bool log_changes) {
     if (!n || !bsearch(&old.ids[i], ids, n, sizeof(*ids), cmp_u64))
       removed++;
   free(old.ids);
-  /* The marked ids in the hash too (without the hash way's own content):
-   * the programs look a new cgroup's ancestors up there, by id, before
-   * the generation moves. */
-  uint64_t *copy = f->hash || f->hash_fd < 0 ? NULL
-                                            : malloc((n ? n : 1) * sizeof(*copy));
-  if (copy) {
-    memcpy(copy, ids, n * sizeof(*copy));
-    size_t a, r, failed;
-    cgroup_filter_sync(&f->in_map, f->hash_fd, copy, n, &a, &r, &failed);
-    if (failed && failed != f->failed_said)
-      E_WARNING("netstacklat: the cgroup filter's map (%u entries) is full: "
-                "%zu of %zu marked cgroups are not in it; cgroups made below "
-                "them are not counted.",
-                f->hash_size, failed, n);
-    f->failed_said = failed;
-  }
   if ((added || removed) && f->gen)
     __atomic_add_fetch(f->gen, 1, __ATOMIC_RELEASE);
   if (log_changes && (added || removed))
@@ -194,14 +178,11 @@ size_t nsl_cgf_refresh(struct nsl_cgfilter *f, const struct cgroup_tree *tree,
                        bool log_changes) {
   if (!cgroup2_root())
     return 0;
-  /* The hash first: with cgroup storage, the programs look the marks of a
-   * new cgroup's ancestors up there (bpf/nsl_filters.h, cg_storage_in),
-   * and a cgroup decided after marks_refresh() moves the generation must
-   * find the new ones. */
+  size_t marked = f->storage ? marks_refresh(f, log_changes)
+                  : f->anc   ? anc_refresh(f, log_changes)
+                             : 0;
   if (!f->hash)
-    return f->storage ? marks_refresh(f, log_changes)
-           : f->anc   ? anc_refresh(f, log_changes)
-                      : 0;
+    return marked;
   uint64_t *ids;
   size_t n = cgroup_subtree_ids(tree, f->paths, f->npaths, &ids);
   size_t added, removed, failed;
@@ -222,10 +203,6 @@ size_t nsl_cgf_refresh(struct nsl_cgfilter *f, const struct cgroup_tree *tree,
               "are not counted (tried again every interval, as cgroups go).",
               f->hash_size, failed, n);
   f->failed_said = failed;
-  if (f->storage)
-    marks_refresh(f, log_changes);
-  else if (f->anc)
-    anc_refresh(f, log_changes);
   return n;
 }
 

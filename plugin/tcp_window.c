@@ -401,30 +401,19 @@ static int walk_count(uint32_t ms, struct stall_acc *acc) {
   if (diag_one_walk) {
     stall_acc_reset(acc);
     int err = diag_dump_both(ms, acc);
-    /* Kernels 5.10 and 6.1 answer the one-walk (compat) dump without the
-     * tcp_info asked for (seen in the VM matrix), and a socket with unread
-     * data cannot be told stalled without it. */
-    if (err == 0 && acc->no_info) {
-      diag_one_walk = false;
-      E_INFO(FEATURE ": the one-walk sock_diag dump gives no tcp_info here; "
-             "using one dump per address family.");
-    } else if (err == 0) {
+    if (err == 0)
       return 0;
-    }
-    if (err)
-      diag_drain();
+    diag_drain();
     if (err == -ETIMEDOUT) {
       E_WARNING(FEATURE ": no sock_diag reply within %d s; stalled receivers "
                 "are not reported for this interval.",
                 DIAG_RECV_TIMEOUT_S);
       return err;
     }
-    if (err) {
-      diag_one_walk = false;
-      E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
-             "dump per address family.",
-             ERRSTR(err));
-    }
+    diag_one_walk = false;
+    E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
+           "dump per address family.",
+           ERRSTR(err));
   }
   stall_acc_reset(acc);
   static const int fams[] = {AF_INET, AF_INET6};
