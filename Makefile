@@ -132,7 +132,7 @@ $(BUILD)/plugin/%.o: plugin/%.c | $(BUILD)/plugin
 
 $(foreach s,$(BPF_SRCS:bpf/%.bpf.c=%),$(eval $(BUILD)/plugin/$(s).o: $(BUILD)/bpf/$(s).skel.h))
 $(BUILD)/plugin/loader.o: $(BUILD)/bpf/probe.skel.h
-$(BUILD)/plugin/netstacklat.o: $(BUILD)/bpf/netstacklat_outliers.skel.h \
+$(BUILD)/plugin/netstacklat.o: $(BUILD)/bpf/netstacklat_outliers.skel.h $(BUILD)/bpf/cgprobe.skel.h \
 	$(BUILD)/bpf/netstacklat_sampled.skel.h
 $(BUILD)/plugin/tcp_window.o: $(BUILD)/bpf/tcp_window_iter.skel.h
 $(BUILD)/plugin/owners.o: $(BUILD)/bpf/owners_iter.skel.h
