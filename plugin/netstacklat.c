@@ -670,12 +670,12 @@ static void read_outliers(void) {
 
 static void netstacklat_shutdown(void);
 
+static int cgprobe_load(void *p) { return cgprobe_bpf__load(p); }
+
 /* Whether the kernel, which has cgroup storage, refuses a socket's cgroup
  * (and its parent's) to the storage helpers in a tracing program
  * (bpf/cgprobe.bpf.c: 6.18.44's verifier calls them untrusted pointers).
  * true: refused, with why in *why. */
-static int cgprobe_load(void *p) { return cgprobe_bpf__load(p); }
-
 static bool cg_storage_refused(char *why, size_t len) {
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
