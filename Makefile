@@ -69,10 +69,21 @@ Q := @
 msg = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-BPF_SRCS    := $(wildcard bpf/*.bpf.c)
-BPF_OBJS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
-SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
-PLUGIN_SRCS := $(wildcard plugin/*.c)
+# A folder per part on each side (docs/development.md has the map). A BPF
+# object is named after its folder and file, the folder's name alone for
+# its main object and for common/: bpf/netstacklat/netstacklat.bpf.c is
+# netstacklat, bpf/netstacklat/sampled.bpf.c netstacklat_sampled,
+# bpf/common/probe.bpf.c probe. The name is the skeleton's
+# (netstacklat_sampled.skel.h, struct netstacklat_sampled_bpf) and the
+# object's in $(BUILD)/bpf, flat.
+BPF_SRCS    := $(wildcard bpf/*/*.bpf.c)
+bpf_dir      = $(patsubst bpf/%/,%,$(dir $(1)))
+bpf_stem     = $(patsubst %.bpf.c,%,$(notdir $(1)))
+bpf_name     = $(if $(filter common $(call bpf_stem,$(1)),$(call bpf_dir,$(1))),$(call bpf_stem,$(1)),$(call bpf_dir,$(1))_$(call bpf_stem,$(1)))
+BPF_NAMES   := $(foreach s,$(BPF_SRCS),$(call bpf_name,$(s)))
+BPF_OBJS    := $(BPF_NAMES:%=$(BUILD)/bpf/%.bpf.o)
+SKELS       := $(BPF_NAMES:%=$(BUILD)/bpf/%.skel.h)
+PLUGIN_SRCS := $(wildcard plugin/*/*.c)
 PLUGIN_OBJS := $(PLUGIN_SRCS:plugin/%.c=$(BUILD)/plugin/%.o)
 PLUGIN_SO   := $(BUILD)/ebpf.so
 UNIT_SRCS   := $(wildcard tests/unit/*_test.c)
@@ -115,9 +126,12 @@ help:
 	@echo "V=1             show full commands"
 
 # ------------------------------------------------------------------ BPF side
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(BUILD)/bpf
-	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+define bpf_object
+$(BUILD)/bpf/$(call bpf_name,$(1)).bpf.o: $(1) | $(BUILD)/bpf
+	$$(call msg,BPF,$$@)
+	$$(Q)$$(CLANG) $$(BPF_CFLAGS) -c $$< -o $$@
+endef
+$(foreach s,$(BPF_SRCS),$(eval $(call bpf_object,$(s))))
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -126,23 +140,20 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 # ------------------------------------------------------------- plugin side
 # A loader that includes a skeleton needs it first: the skeleton is a real
 # prerequisite of the object built from the file of the same feature name.
-$(BUILD)/plugin/%.o: plugin/%.c | $(BUILD)/plugin
+# The skeletons are order-only prerequisites of every object: the first
+# build makes them all before any loader that includes one, and the
+# objects' .d files (-MMD) name the ones each really includes from then on.
+$(BUILD)/plugin/%.o: plugin/%.c | $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(PLUGIN_CFLAGS) -c $< -o $@
-
-$(foreach s,$(BPF_SRCS:bpf/%.bpf.c=%),$(eval $(BUILD)/plugin/$(s).o: $(BUILD)/bpf/$(s).skel.h))
-$(BUILD)/plugin/loader.o: $(BUILD)/bpf/probe.skel.h
-$(BUILD)/plugin/netstacklat.o: $(BUILD)/bpf/netstacklat_outliers.skel.h $(BUILD)/bpf/cgprobe.skel.h \
-	$(BUILD)/bpf/netstacklat_sampled.skel.h
-$(BUILD)/plugin/tcp_window.o: $(BUILD)/bpf/tcp_window_iter.skel.h
-$(BUILD)/plugin/owners.o: $(BUILD)/bpf/owners_iter.skel.h
 
 $(PLUGIN_SO): $(PLUGIN_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -shared \
 		-Wl,-z,relro -Wl,-z,now -o $@ $^ $(PLUGIN_LDLIBS)
 
-$(BUILD)/bpf $(BUILD)/plugin $(BUILD)/tests:
+$(BUILD)/bpf $(BUILD)/tests:
 	$(Q)mkdir -p $@
 
 # ------------------------------------------------------------------- tests
@@ -159,25 +170,25 @@ $(BUILD)/tests/%_test: tests/unit/%_test.c tests/unit/mock_collectd.c | $(BUILD)
 # The config test and the read-cost probe include the core and link the
 # features' objects.
 $(BUILD)/tests/read_cost: tests/helpers/read_cost.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 # These include one plugin source (test:source; tcp_window.c: the sock_diag
 # reader against a stand-in kernel; netstacklat.c: its dispatch) and link
 # the other objects.
-UNIT_WITH_SRC := tcp_window_diag_test:tcp_window netstacklat_test:netstacklat \
-	nsl_outliers_test:nsl_outliers owners_test:owners nsl_slots_test:nsl_slots \
-	nsl_cgfilter_test:nsl_cgfilter nsl_ifaces_test:nsl_ifaces pressure_test:pressure \
-	drops_test:drops
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
+	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
+	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
+	drops_test:drops/drops
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$$(call msg,CC,$$@)
 	$$(Q)$$(CC) $$(UNIT_CFLAGS) tests/unit/mock_collectd.c $$(filter %.o,$$^) $$< -o $$@ -lbpf -lelf -lz -lm
 endef
@@ -187,10 +198,10 @@ $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
 $(BUILD)/tests/drops_test: $(BUILD)/bpf/drops.skel.h
 
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o -o $@ -lbpf -lelf -lz -lm
+		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.
@@ -286,14 +297,14 @@ vmlinux:
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/plugin/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
+-include $(wildcard $(BUILD)/plugin/*/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
 
 # Measurements for docs/tcp_window.md (not part of `make check`).
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
-		$(BUILD)/plugin/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
+		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(BUILD)/plugin/common/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/loader.o $(BUILD)/plugin/util.o $(BUILD)/plugin/tcp_window_parse.o \
-		$(BUILD)/plugin/owners.o \
+		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(BUILD)/plugin/common/owners.o \
 		-o $@ -lbpf -lelf -lz -lm

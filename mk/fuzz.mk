@@ -6,15 +6,15 @@ FUZZ_TARGETS := psi_parse config tcp_window_parse
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -DHAVE_CONFIG_H \
 	-I/usr/include/collectd -Iplugin -Ibpf -I$(BUILD)/bpf -Itests/unit
-FUZZ_PLUGIN_SRCS := $(filter-out plugin/ebpf.c,$(PLUGIN_SRCS))
+FUZZ_PLUGIN_SRCS := $(filter-out plugin/core/ebpf.c,$(PLUGIN_SRCS))
 CHECK_PKGS += libclang-rt-14-dev
 
-$(BUILD)/fuzz/psi_parse_fuzz: tests/fuzz/psi_parse_fuzz.c plugin/psi_parse.c
+$(BUILD)/fuzz/psi_parse_fuzz: tests/fuzz/psi_parse_fuzz.c plugin/pressure/psi_parse.c
 	@mkdir -p $(@D)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
 
-$(BUILD)/fuzz/tcp_window_parse_fuzz: tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window_parse.c
+$(BUILD)/fuzz/tcp_window_parse_fuzz: tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window/parse.c
 	@mkdir -p $(@D)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -o $@
@@ -36,16 +36,16 @@ fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 	done
 
 # Replay binaries: the target plus tests/fuzz/replay.c, built with $(CC).
-$(BUILD)/tests/fuzz_psi_parse_test: tests/fuzz/replay.c tests/fuzz/psi_parse_fuzz.c plugin/psi_parse.c | $(BUILD)/tests
+$(BUILD)/tests/fuzz_psi_parse_test: tests/fuzz/replay.c tests/fuzz/psi_parse_fuzz.c plugin/pressure/psi_parse.c | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -DTARGET='"psi_parse"' -DCORPUS='"tests/fuzz/corpus/psi_parse"' $^ -o $@
 
 $(BUILD)/tests/fuzz_config_test: tests/fuzz/replay.c tests/fuzz/config_fuzz.c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -DTARGET='"config"' -DCORPUS='"tests/fuzz/corpus/config"' $^ -o $@ -lbpf -lelf -lz -lm
 
-$(BUILD)/tests/fuzz_tcp_window_parse_test: tests/fuzz/replay.c tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window_parse.c | $(BUILD)/tests
+$(BUILD)/tests/fuzz_tcp_window_parse_test: tests/fuzz/replay.c tests/fuzz/tcp_window_parse_fuzz.c plugin/tcp_window/parse.c | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) -DTARGET='"tcp_window_parse"' -DCORPUS='"tests/fuzz/corpus/tcp_window_parse"' $^ -o $@
 

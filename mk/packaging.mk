@@ -24,7 +24,7 @@ DATADIR ?= $(PREFIX)/share/collectd-ebpf
 # ------------------------------------------------------------- own ABI
 # COLLECTD_ABI=own puts packaging/abi/shim first on the include path: its
 # collectd/core/daemon/{collectd,plugin}.h stand in for collectd-dev's, so
-# plugin/collectd_api.h is the same in both builds.
+# plugin/core/collectd_api.h is the same in both builds.
 COLLECTD_ABI ?= system
 ifeq ($(COLLECTD_ABI),own)
 PLUGIN_CFLAGS := -Ipackaging/abi/shim -Ipackaging/abi $(filter-out -I$(COLLECTD_INC),$(PLUGIN_CFLAGS))

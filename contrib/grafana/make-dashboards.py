@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLAMP_COUNTERS = ["clamps", "clamped_wakeups"]
 
 # ebpf/<feature>-<hook>/gauge-flavour: code -> (name, colour) of the flavour
-# panel's value mappings (README, "ebpf"; plugin/loader.c flavour_code()).
+# panel's value mappings (README, "ebpf"; plugin/common/loader.c flavour_code()).
 FLAVOURS = {0: ("unavailable", "red"), 1: ("fentry/fexit", "green"),
             2: ("tracepoint", "blue"), 3: ("kprobe", "purple")}
 

@@ -12,7 +12,7 @@
  *                              /proc, N WARNINGs); the reads after it
  *
  * Build: make build/tests/tcp_window_bench (root needed to run). */
-#include "../../plugin/tcp_window.c"
+#include "../../plugin/tcp_window/tcp_window.c"
 
 #include "mock_collectd.h"
 

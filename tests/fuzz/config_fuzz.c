@@ -3,7 +3,7 @@
  * ones and some wrong ones), a value type and a value; 0xff opens and closes
  * blocks. The walk must never crash, leak or accept a tree it logged an
  * error for. */
-#include "../../plugin/ebpf.c"
+#include "../../plugin/core/ebpf.c"
 #include "mock_collectd.h"
 
 static const char *const keys[] = {

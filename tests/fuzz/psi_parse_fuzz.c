@@ -1,5 +1,5 @@
 /* libFuzzer target: the PSI file parser on arbitrary bytes. */
-#include "psi_parse.h"
+#include "pressure/psi_parse.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * /proc/net/sockstat line, the tcp_mem sysctl, and the sock_diag netlink
  * message walks (a dump's, a batch of exact requests'). The first input
  * byte picks the reader. */
-#include "tcp_window_parse.h"
+#include "tcp_window/parse.h"
 
 #include <stdint.h>
 #include <stdlib.h>

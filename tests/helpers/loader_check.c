@@ -1,4 +1,4 @@
-/* Drives plugin/loader.c with a real BPF object (bpf/selftest.bpf.c) on the
+/* Drives plugin/common/loader.c with a real BPF object (bpf/common/selftest.bpf.c) on the
  * running kernel. Usage:
  *   loader_check auto|fentry|tracepoint|kprobe N [shared|rejected]
  * With "shared", a third hook, "shared", has openat's tracepoint program as
@@ -9,7 +9,7 @@
  * Prints, as key=value lines: the flavour chosen for each hook, the calls
  * the BPF program counted for N openat() calls of ours, and the plugin's
  * log lines; tests/integration/test_loader judges them. */
-#include "loader.h"
+#include "common/loader.h"
 #include "mock_collectd.h"
 #include "selftest.skel.h"
 

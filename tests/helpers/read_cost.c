@@ -2,7 +2,7 @@
  * Usage: read_cost ROUNDS CONFIG_FILE_OF_KEY_VALUE_LINES
  * The config is the body of <Plugin ebpf> in a tiny format, one option per
  * line: "Block/Key value..." (strings quoted, numbers and true/false bare). */
-#include "../../plugin/ebpf.c"
+#include "../../plugin/core/ebpf.c"
 #include "mock_collectd.h"
 
 #include <time.h>

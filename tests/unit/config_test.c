@@ -1,8 +1,8 @@
 /* Config validation, every key good and bad: a bad one is an ERROR that
  * names the key, and makes init fail (so `collectd -T` exits non-zero). */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/ebpf.c"
-#include "../../plugin/cgroup.h"
+#include "../../plugin/core/ebpf.c"
+#include "../../plugin/common/cgroup.h"
 #include "mock_collectd.h"
 #include "testlib.h"
 

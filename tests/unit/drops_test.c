@@ -5,7 +5,7 @@
  * compiler suffix cut off, data symbols ignored, MaxLocations names and
  * the rest at_other, one WARNING when the file shows no addresses). */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/drops.c"
+#include "../../plugin/drops/drops.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

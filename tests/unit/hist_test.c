@@ -1,11 +1,11 @@
-/* Unit tests for plugin/hist.c: log2 and fine bucket bounds, names and
+/* Unit tests for plugin/common/hist.c: log2 and fine bucket bounds, names and
  * slot functions, the log2 sums of fine buckets, the delta of wrapping
  * 32-bit counters, and the estimator's bound: every quantile estimate
  * within HIST_REL_ERR of the exact quantile of the samples (sorted, rank
  * max(1, ceil(q n))), for many distributions and every q. */
 #include "testlib.h"
 
-#include "../../plugin/hist.c"
+#include "../../plugin/common/hist.c"
 
 #define P2(n) (UINT64_C(1) << (n))
 

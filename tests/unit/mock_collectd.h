@@ -1,7 +1,7 @@
 #ifndef MOCK_COLLECTD_H
 #define MOCK_COLLECTD_H
 
-#include "collectd_api.h"
+#include "core/collectd_api.h"
 
 #define MOCK_MAX_VALUES 4096
 #define MOCK_MAX_LOG 256

@@ -2,7 +2,7 @@
  * mean must stay the mean of the interval's events when the counters were
  * reset (a group deleted and made again starts from zero). */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/netstacklat.c"
+#include "../../plugin/netstacklat/netstacklat.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

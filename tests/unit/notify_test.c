@@ -1,9 +1,9 @@
-/* The notification helper of plugin/util.c (ebpf_notify): the message is
+/* The notification helper of plugin/core/util.c (ebpf_notify): the message is
  * the documented key=value form of the fields, the meta data holds the same
  * fields with their types, fields that do not fit collectd's message are
  * left out whole, and nothing leaks. Checked against what the collectd mock
  * received. */
-#include "../../plugin/util.c"
+#include "../../plugin/core/util.c"
 
 #include "mock_collectd.h"
 #include "testlib.h"

@@ -1,4 +1,4 @@
-/* netstacklat's Cgroup filter (plugin/nsl_cgfilter.c) against real
+/* netstacklat's Cgroup filter (plugin/netstacklat/cgfilter.c) against real
  * cgroups and the BPF object's own maps and variables (as root; the
  * programs are not loaded): the ancestors way orders the paths deepest
  * first and writes the id at each path, a new one when the cgroup is made
@@ -8,7 +8,7 @@
  * retries. The witness is the cgroup directories' inode numbers. */
 /* Links with the plugin's other objects (see the Makefile). */
 #define _GNU_SOURCE /* nftw() */
-#include "../../plugin/nsl_cgfilter.c"
+#include "../../plugin/netstacklat/cgfilter.c"
 #include "mock_collectd.h"
 #include "netstacklat.skel.h"
 #include "testlib.h"
@@ -221,7 +221,7 @@ DEF_TEST(hash_holds_the_subtrees_and_says_full) {
   const char *why;
   struct netstacklat_bpf *skel = open_maps(2, &why);
   if (!skel) {
-    printf("SKIP: nsl_cgfilter.hash_holds_the_subtrees_and_says_full (%s)\n",
+    printf("SKIP: cgfilter.hash_holds_the_subtrees_and_says_full (%s)\n",
            why);
     return 0;
   }

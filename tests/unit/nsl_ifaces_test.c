@@ -1,4 +1,4 @@
-/* netstacklat's interfaces (plugin/nsl_ifaces.c) against real interfaces
+/* netstacklat's interfaces (plugin/netstacklat/ifaces.c) against real interfaces
  * and namespaces (as root): the Interface filter's map holds the index of
  * each configured name that exists, follows one made later, gone, or made
  * again with a new index, and keeps an index that another configured name
@@ -7,7 +7,7 @@
  * group whose interface or namespace is gone. The witness is the kernel's
  * own indexes (if_nametoindex) and namespace inodes. */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/nsl_ifaces.c"
+#include "../../plugin/netstacklat/ifaces.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

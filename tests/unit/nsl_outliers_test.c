@@ -4,7 +4,7 @@
  * message and the typed meta data alike; a record too short, or of a hook
  * out of range, sends nothing. */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/nsl_outliers.c"
+#include "../../plugin/netstacklat/outliers.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

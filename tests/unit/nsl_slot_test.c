@@ -1,7 +1,7 @@
-/* The BPF side's fine bucket function (bpf/netstacklat.h, compiled here as
- * plain C) must agree with plugin/hist.c's reference everywhere. */
-#include "../../plugin/hist.c"
-#include "netstacklat.h"
+/* The BPF side's fine bucket function (bpf/netstacklat/netstacklat.h, compiled here as
+ * plain C) must agree with plugin/common/hist.c's reference everywhere. */
+#include "../../plugin/common/hist.c"
+#include "netstacklat/netstacklat.h"
 #include "testlib.h"
 
 DEF_TEST(boundaries) {

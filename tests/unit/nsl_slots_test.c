@@ -1,4 +1,4 @@
-/* netstacklat's GroupBy cgroup slots (plugin/nsl_slots.c) against real BPF
+/* netstacklat's GroupBy cgroup slots (plugin/netstacklat/slots.c) against real BPF
  * maps of the programs' layout (as root): a cgroup given a slot owns it on
  * every CPU with zero counts and is found through the group index at its
  * hash position; a freed slot's index entry is cleared first and the slot
@@ -6,7 +6,7 @@
  * period, and when it is, a late write of the old owner is wiped; all
  * slots in use, or no index entry where the kernel looks, give nothing. */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/nsl_slots.c"
+#include "../../plugin/netstacklat/slots.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

@@ -1,11 +1,11 @@
-/* Who holds a socket (plugin/owners.c): the iterator's records parsed into
+/* Who holds a socket (plugin/common/owners.c): the iterator's records parsed into
  * owners (the cgroup path root first, each inode once, a short buffer
  * refused), and, as root on a kernel with iter/task_file, the real pass:
  * this process's socket found with its pid, comm and the cgroup path of
  * /proc/self/cgroup, in a child's cgroup of Kubernetes' depth too. */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/owners.c"
-#include "cgroup.h"
+#include "../../plugin/common/owners.c"
+#include "common/cgroup.h"
 #include "mock_collectd.h"
 #include "testlib.h"
 

@@ -5,7 +5,7 @@
  * output for these inputs). The cgroups a scan finds are kept sorted and
  * found again, however many there are. */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/pressure.c"
+#include "../../plugin/pressure/pressure.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 

@@ -1,9 +1,9 @@
-/* Unit tests for plugin/psi_parse.c. Run from the repo root: the fixtures
+/* Unit tests for plugin/pressure/psi_parse.c. Run from the repo root: the fixtures
  * are read from tests/data/psi/. Every buffer handed to psi_parse() is a
  * malloc'd copy of exactly len bytes (no NUL), so ASan catches over-reads. */
 #include "testlib.h"
 
-#include "../../plugin/psi_parse.c"
+#include "../../plugin/pressure/psi_parse.c"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,11 +1,11 @@
-/* Unit tests for plugin/rtclock.c: the two ways BPF gets CLOCK_REALTIME
+/* Unit tests for plugin/common/rtclock.c: the two ways BPF gets CLOCK_REALTIME
  * (TAI helper minus the TAI offset; MONOTONIC plus REALTIME-MONOTONIC)
  * agree with each other and with REALTIME to within a few microseconds,
  * read by user space and, where BPF programs can be loaded and the kernel
  * has both helpers, by the kernel's helpers in one program run. */
 #include "testlib.h"
 
-#include "../../plugin/rtclock.c"
+#include "../../plugin/common/rtclock.c"
 
 #include "clockpair.skel.h"
 

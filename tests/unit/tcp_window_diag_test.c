@@ -1,4 +1,4 @@
-/* The stalled-receivers reader of plugin/tcp_window.c against a stand-in
+/* The stalled-receivers reader of plugin/tcp_window/tcp_window.c against a stand-in
  * for the kernel: one end of an AF_UNIX datagram socket pair takes the
  * place of the NETLINK_SOCK_DIAG socket (one send() = one datagram = one
  * recv(), as with netlink), and the test queues the kernel's replies on
@@ -6,7 +6,7 @@
  * dispatches: late replies of an earlier request are ignored, a dump
  * flagged NLM_F_DUMP_INTR is done again once (twice: nothing dispatched),
  * and a kernel that never answers does not block the read thread. */
-#include "../../plugin/tcp_window.c"
+#include "../../plugin/tcp_window/tcp_window.c"
 
 #include "mock_collectd.h"
 #include "testlib.h"

@@ -1,9 +1,9 @@
-/* Unit tests for plugin/tcp_window_parse.c. Every buffer is an exact-size
+/* Unit tests for plugin/tcp_window/parse.c. Every buffer is an exact-size
  * heap copy (no NUL, odd alignment for the netlink walk) so that ASan or
  * valgrind catch any read past the end. */
 #include "testlib.h"
 
-#include "../../plugin/tcp_window_parse.c"
+#include "../../plugin/tcp_window/parse.c"
 
 #include <errno.h>
 #include <sys/socket.h>

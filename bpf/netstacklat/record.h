@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/* netstacklat's histograms: hist_for() finds the histogram of a hook and
+ * group (the ungrouped array, the GroupBy hash, or a GroupBy cgroup slot),
+ * count_skip() counts an event left out, and record() times an event into
+ * it (with the SampleEvery path when NSL_SAMPLING is 1); tstamp_not_rx()
+ * tells a sender's delivery time from a receive time.
+ *
+ * Included by netstacklat.bpf.c, after what it uses from there: the
+ * settings targ_groupby, targ_nwanted, targ_hook_pos, targ_sample_every,
+ * targ_clock_tai, targ_outlier_ns and realtime_offset_ns, NSL_SAMPLING and
+ * NSL_OUTLIERS; and after outlier.h (outlier()). */
+#ifndef NSL_RECORD_H
+#define NSL_RECORD_H
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, NSL_NHOOKS);
+  __type(key, __u32);
+  __type(value, struct nsl_hist);
+} netstacklat_seconds SEC(".maps");
+
+/* GroupBy: max_entries is set from MaxGroups before load (1 when off). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct nsl_group_key);
+  __type(value, struct nsl_hist);
+} netstacklat_grouped_seconds SEC(".maps");
+
+/* GroupBy cgroup: the histograms of the groups that have a slot, at
+ * slot * targ_nwanted + targ_hook_pos[hook]; owner is the
+ * cgroup id the slot belongs to (written by user space with the slot), so
+ * a socket that outlives its cgroup never counts into a slot given to
+ * another. max_entries is set before load (1 when unused). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct nsl_slot_hist);
+} netstacklat_cgroup_slots SEC(".maps");
+
+/* Kernels 5.18-6.10 flag a delivery time with this bit; 6.11 replaced it
+ * with the 2-bit tstamp_type (commit 4d25ca2d6801, "net: Rename
+ * mono_delivery_time to tstamp_type for scalabilty"). */
+struct sk_buff___old {
+  __u8 mono_delivery_time : 1;
+} __attribute__((preserve_access_index));
+
+/* 1 if skb->tstamp is not a receive time (a sender's EDT time carried over
+ * loopback or veth), 0 otherwise. */
+static __always_inline int tstamp_not_rx(const struct sk_buff *skb,
+                                         const bool probed) {
+  if (bpf_core_field_exists(skb->tstamp_type))
+    return probed ? BPF_CORE_READ_BITFIELD_PROBED(skb, tstamp_type) != 0
+                  : BPF_CORE_READ_BITFIELD(skb, tstamp_type) != 0;
+  const struct sk_buff___old *o = (const void *)skb;
+  if (bpf_core_field_exists(o->mono_delivery_time))
+    return probed ? BPF_CORE_READ_BITFIELD_PROBED(o, mono_delivery_time)
+                  : BPF_CORE_READ_BITFIELD(o, mono_delivery_time);
+  return 0;
+}
+
+static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
+  if (targ_groupby == NSL_GROUP_NONE)
+    return bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+  if (targ_groupby == NSL_GROUP_CGROUP && (group >> NSL_SLOT_SHIFT)) {
+    /* A slot (see nsl_cg_group()): the array, if the slot is still the
+     * cgroup's; else the hash, as before the slot was given. */
+    __u32 slot = (__u32)(group >> NSL_SLOT_SHIFT) - 1;
+    group &= NSL_SLOT_ID_MASK;
+    __u32 i = slot * targ_nwanted + targ_hook_pos[hook];
+    struct nsl_slot_hist *v =
+        bpf_map_lookup_elem(&netstacklat_cgroup_slots, &i);
+    if (v && v->owner == group)
+      return &v->h;
+  }
+  struct nsl_group_key key = {.group = group, .hook = hook};
+  struct nsl_hist *h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (h)
+    return h;
+  static const struct nsl_hist zero;
+  bpf_map_update_elem(&netstacklat_grouped_seconds, &key, &zero, BPF_NOEXIST);
+  h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (!h) {
+    /* The map is full: count it on the ungrouped entry of the hook. */
+    h = bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+    if (h)
+      h->skipped[NSL_SKIP_MAP_FULL]++;
+    return NULL;
+  }
+  return h;
+}
+
+/* An event left out for a reason counted in skipped[why]. */
+static __always_inline void count_skip(__u32 hook, __u64 group, __u32 why) {
+  struct nsl_hist *h = hist_for(hook, group);
+  if (h)
+    h->skipped[why]++;
+}
+
+/* The one handler. tstamp: the packet's receive time (0 when none);
+ * not_rx: it is a delivery time; group: cgroup id or ifindex. sk (socket
+ * hooks) or skb (packet hooks) and ifindex describe an outlier. */
+static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
+                                   __u64 group, const struct sock *sk,
+                                   const struct sk_buff *skb,
+                                   __u32 ifindex) {
+  struct nsl_hist *h = hist_for(hook, group);
+  if (!h)
+    return;
+  if (!tstamp) {
+    h->skipped[NSL_SKIP_NO_TSTAMP]++;
+    return;
+  }
+  if (not_rx) {
+    h->skipped[NSL_SKIP_NOT_RX]++;
+    return;
+  }
+  h->count++;
+  /* SampleEvery N: one event in N timed on average, the others only
+   * counted: no clock read for them. A countdown in the CPU's own entry
+   * (no atomics); after each timed event the next gap is drawn at random,
+   * uniform in [0, 2N - 2] (mean N - 1), by a multiply and shift (no
+   * division). A fixed countdown of N - 1 fell in step with workloads that
+   * alternate: a proxy reading a client and a backend socket in turn on
+   * one CPU had, with N even, only one of them ever timed. */
+  if (NSL_SAMPLING && targ_sample_auto) {
+    /* SampleEvery auto: N can change at every read. A countdown drawn for
+     * a larger N than the one now in force is dropped, so that a lower N
+     * takes effect at once, not after the old gap. */
+    __u32 n = 1;
+    if (hook < NSL_NHOOKS)
+      n = sample_n[hook];
+    if (n > 1) {
+      __u64 cd = h->countdown;
+      if (cd && cd < 2 * (__u64)n - 1) {
+        h->countdown = cd - 1;
+        return;
+      }
+      h->countdown = ((__u64)bpf_get_prandom_u32() * (2 * (__u64)n - 1)) >> 32;
+    }
+  } else if (NSL_SAMPLING && targ_sample_every > 1) {
+    if (h->countdown) {
+      h->countdown--;
+      return;
+    }
+    h->countdown = ((__u64)bpf_get_prandom_u32() *
+                    (2 * (__u64)targ_sample_every - 1)) >> 32;
+  }
+  __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
+  __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);
+  if (delta < 0) {
+    h->skipped[NSL_SKIP_FUTURE]++;
+    return;
+  }
+  __u32 slot = nsl_slot_of(delta);
+  /* nsl_slot_of() already clamps, but clang drops this check and indexes
+   * with a copy of the unclamped register; 6.1's verifier then sees an
+   * index up to 2^32 and rejects every program (6.12's tracks the copy).
+   * The barrier keeps the check on the register that is used. */
+  barrier_var(slot);
+  if (slot < NSL_NFINE)
+    h->bucket[slot]++;
+  h->sum_ns += delta;
+  if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)
+    outlier(hook, now, delta, sk, skb, ifindex);
+}
+
+#endif /* NSL_RECORD_H */

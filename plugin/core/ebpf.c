@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* collectd-ebpf: the collectd side. One <Plugin ebpf> block holds global
+ * settings and one block per feature; each feature runs on or is disabled
+ * on its own, so one missing kernel capability never takes the others down. */
+#include "core/ebpf.h"
+#include "common/cgroup.h"
+#include "common/loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+
+static const struct ebpf_feature *const features[] = {
+    &feature_pressure,
+    &feature_netstacklat,
+    &feature_tcp_window,
+    &feature_drops,
+};
+#define NFEATURES (sizeof(features) / sizeof(features[0]))
+
+static bool configured[NFEATURES]; /* the block is in the config */
+static bool running[NFEATURES];    /* init succeeded */
+static int config_errors;          /* init fails when > 0 */
+static int stats_fd = -1;          /* bpf_enable_stats() */
+
+static bool seen_attach, seen_stats, seen_btf;
+
+/* Back to the state before any configuration (after shutdown, and between
+ * the cases of the unit tests). */
+static void config_reset(void) {
+  memset(configured, 0, sizeof(configured));
+  config_errors = 0;
+  seen_attach = seen_stats = seen_btf = false;
+  ebpf_global.attach_mode = ATTACH_AUTO;
+  ebpf_global.bpf_stats = false;
+  free(ebpf_global.btf_path);
+  ebpf_global.btf_path = NULL;
+}
+
+static int config_global(const oconfig_item_t *ci) {
+  if (strcasecmp(ci->key, "AttachMode") == 0) {
+    char *s = NULL;
+    if (cfg_once(ci, &seen_attach) || cfg_string(ci, &s))
+      return -1;
+    static const char *const names[] = {"auto", "fentry", "tracepoint",
+                                        "kprobe"};
+    int found = -1;
+    for (int i = 0; i < 4; i++)
+      if (strcasecmp(s, names[i]) == 0)
+        found = i;
+    if (found < 0) {
+      E_ERROR("invalid value \"%s\" for option \"AttachMode\": expected "
+              "auto, fentry, tracepoint or kprobe.",
+              s);
+      free(s);
+      return -1;
+    }
+    free(s);
+    ebpf_global.attach_mode = (enum attach_mode)found;
+    return 0;
+  }
+  if (strcasecmp(ci->key, "BPFStats") == 0)
+    return cfg_once(ci, &seen_stats) ? -1 : cfg_bool(ci, &ebpf_global.bpf_stats);
+  if (strcasecmp(ci->key, "BTFPath") == 0)
+    return cfg_once(ci, &seen_btf) ? -1 : cfg_string(ci, &ebpf_global.btf_path);
+  return 1; /* not a global key */
+}
+
+static int ebpf_config(oconfig_item_t *ci) {
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    int st = config_global(c);
+    if (st < 0) {
+      config_errors++;
+      continue;
+    }
+    if (st == 0)
+      continue;
+    size_t f;
+    for (f = 0; f < NFEATURES; f++)
+      if (strcasecmp(c->key, features[f]->block) == 0)
+        break;
+    if (f == NFEATURES) {
+      cfg_unknown(c, "Plugin ebpf");
+      config_errors++;
+      continue;
+    }
+    if (c->values_num != 0) {
+      E_ERROR("block <%s> takes no argument.", c->key);
+      config_errors++;
+      continue;
+    }
+    if (configured[f]) {
+      E_ERROR("block <%s> given more than once.", c->key);
+      config_errors++;
+      continue;
+    }
+    configured[f] = true;
+    if (features[f]->config(c) != 0)
+      config_errors++;
+  }
+  /* Returning an error here would stop collectd from starting at all and
+   * take every other plugin down with us; failing init disables only this
+   * plugin and still makes `collectd -T` exit non-zero. */
+  return 0;
+}
+
+/* Say up front which capabilities are missing for BPF, rather than leave
+ * the user to decode EPERM from each feature. The table of what needs
+ * which capability, measured (tests/integration/test_capabilities): */
+#define CAPABILITIES_DOC "/usr/share/doc/collectd-ebpf/capabilities.md"
+static void check_capabilities(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  if (!f)
+    return;
+  char line[256];
+  unsigned long long eff = 0;
+  bool found = false;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+      found = true;
+      break;
+    }
+  fclose(f);
+  if (!found)
+    return;
+#define HAS(cap) ((eff >> (cap)) & 1)
+  enum { SYS_ADMIN = 21, PERFMON = 38, BPF = 39 };
+  if (HAS(SYS_ADMIN) || (HAS(BPF) && HAS(PERFMON)))
+    return;
+  E_WARNING("collectd lacks %s%s%s (and CAP_SYS_ADMIN): BPF programs cannot "
+            "be loaded, so netstacklat, drops and tcp_window's clamp counter will be "
+            "disabled (pressure, TCP memory and stalled receivers run on). Give "
+            "collectd CAP_BPF and CAP_PERFMON (kernel >= 5.8; CAP_SYS_ADMIN "
+            "before); BPFStats and entering a NetworkNamespace need "
+            "CAP_SYS_ADMIN. See " CAPABILITIES_DOC ".",
+            HAS(BPF) ? "" : "CAP_BPF", !HAS(BPF) && !HAS(PERFMON) ? " and " : "",
+            HAS(PERFMON) ? "" : "CAP_PERFMON");
+#undef HAS
+}
+
+/* CO-RE needs the running kernel's BTF (or BTFPath): say so once. */
+static void check_btf(void) {
+  const char *path = ebpf_global.btf_path ? ebpf_global.btf_path
+                                          : "/sys/kernel/btf/vmlinux";
+  if (access(path, R_OK) == 0)
+    return;
+  E_WARNING("BTF file %s: %s; BPF programs cannot be relocated (CO-RE), so "
+            "netstacklat, drops and tcp_window's clamp counter will be disabled "
+            "(pressure, TCP memory and stalled receivers run on)%s.",
+            path, ERRSTR(errno),
+            ebpf_global.btf_path ? ""
+                                 : " (kernel without CONFIG_DEBUG_INFO_BTF: "
+                                   "set BTFPath to a BTF file for it)");
+}
+
+static int ebpf_init(void) {
+  if (config_errors) {
+    E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
+            config_errors, config_errors == 1 ? "" : "s");
+    return -1;
+  }
+  loader_log_install();
+  for (size_t f = 0; f < NFEATURES; f++)
+    if (configured[f] && features[f]->bpf_object) {
+      check_capabilities();
+      check_btf();
+      break;
+    }
+
+  if (ebpf_global.bpf_stats) {
+    stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    int err = errno;
+    if (stats_fd < 0)
+      E_WARNING("BPFStats: cannot enable kernel BPF run-time statistics: %s%s",
+                ERRSTR(err),
+                err == EPERM ? " (BPF_ENABLE_STATS needs CAP_SYS_ADMIN; "
+                                 "see " CAPABILITIES_DOC ")"
+                               : "");
+    else
+      E_INFO("BPFStats: kernel BPF run-time statistics enabled (this adds a "
+             "little cost to every BPF program on the host while collectd "
+             "runs).");
+  }
+
+  int nrunning = 0, nconfigured = 0;
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (!configured[f])
+      continue;
+    nconfigured++;
+    int st = features[f]->init();
+    running[f] = st == 0;
+    if (running[f])
+      nrunning++;
+    if (st == -EINVAL)
+      config_errors++; /* a setting that names nothing real */
+  }
+  if (config_errors) {
+    /* Nothing of ours may stay attached once collectd unloads us. */
+    for (size_t f = 0; f < NFEATURES; f++) {
+      if (running[f])
+        features[f]->shutdown();
+      running[f] = false;
+    }
+    if (stats_fd >= 0) /* host-wide: must not outlive us either */
+      close(stats_fd);
+    stats_fd = -1;
+    loader_log_restore();
+    E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
+            config_errors, config_errors == 1 ? "" : "s");
+    return -1;
+  }
+  /* Parsing the kernel's BTF leaves ~11 MiB freed but kept by malloc. */
+  malloc_trim(0);
+  if (nconfigured == 0)
+    E_NOTICE("no feature block (<Pressure>, <Netstacklat>, <WindowClamp>, "
+             "<Drops>) "
+             "is configured: nothing to report.");
+  else if (nrunning == 0)
+    E_WARNING("none of the configured features could start (see above).");
+  return 0;
+}
+
+/* Self-monitoring: the kernel's run count and run time of each program. */
+static void read_bpf_stats(struct bpf_object *obj) {
+  struct bpf_program *p;
+  bpf_object__for_each_program(p, obj) {
+    struct bpf_prog_info info;
+    if (loader_prog_info(p, &info) != 0)
+      continue;
+    value_list_t vl;
+    vl_prepare(&vl, "ebpf", bpf_program__name(p));
+    vl_derive(&vl, "derive", "run_count", (int64_t)info.run_cnt);
+    vl_derive(&vl, "derive", "run_time_ns", (int64_t)info.run_time_ns);
+  }
+}
+
+/* Which flavour feeds each hook's values, in the backend and not only in
+ * the log: ebpf/<feature>-<hook>/gauge-flavour (flavour_code()). Program
+ * names never contain '-', so these never meet the run stats' instances. */
+static struct flavour_vl {
+  const struct hook_state *h;
+  value_list_t vl; /* ebpf/<feature>-<hook>, made the first time */
+} flavour_vls[64];
+static size_t nflavour_vls;
+
+static void submit_flavour(const char *feature, const struct hook_state *h,
+                           void *arg) {
+  if (strcmp(feature, (const char *)arg) != 0)
+    return;
+  struct flavour_vl *f = NULL;
+  for (size_t i = 0; i < nflavour_vls && !f; i++)
+    if (flavour_vls[i].h == h)
+      f = &flavour_vls[i];
+  if (!f) {
+    char inst[DATA_MAX_NAME_LEN];
+    snprintf(inst, sizeof(inst), "%s-%s", feature, h->def->name);
+    if (nflavour_vls == sizeof(flavour_vls) / sizeof(flavour_vls[0])) {
+      submit_gauge(PLUGIN_NAME, inst, "gauge", "flavour",
+                   (double)flavour_code(h->flavour));
+      return;
+    }
+    f = &flavour_vls[nflavour_vls++];
+    f->h = h;
+    vl_prepare(&f->vl, PLUGIN_NAME, inst);
+  }
+  vl_gauge(&f->vl, "gauge", "flavour", (double)flavour_code(h->flavour));
+}
+
+static int ebpf_read(void) {
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (!running[f])
+      continue;
+    features[f]->read();
+    loader_for_each_hook(submit_flavour, (void *)features[f]->name);
+    if (stats_fd >= 0 && features[f]->bpf_object) {
+      struct bpf_object *obj = features[f]->bpf_object();
+      if (obj)
+        read_bpf_stats(obj);
+    }
+  }
+  return 0;
+}
+
+static int ebpf_shutdown(void) {
+  for (size_t f = 0; f < NFEATURES; f++) {
+    if (running[f] || configured[f])
+      features[f]->shutdown();
+    running[f] = false;
+  }
+  nflavour_vls = 0; /* the hook arrays are the features' */
+  if (stats_fd >= 0)
+    close(stats_fd);
+  stats_fd = -1;
+  loader_log_restore();
+  cgroup2_reset();
+  config_reset();
+  return 0;
+}
+
+__attribute__((visibility("default"))) void module_register(void) {
+  plugin_register_complex_config(PLUGIN_NAME, ebpf_config);
+  plugin_register_init(PLUGIN_NAME, ebpf_init);
+  plugin_register_read(PLUGIN_NAME, ebpf_read);
+  plugin_register_shutdown(PLUGIN_NAME, ebpf_shutdown);
+}

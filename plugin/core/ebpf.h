@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The plugin core's declarations for its features: the feature table,
+ * dispatch helpers and notifications. Logging, config helpers and names
+ * are in base.h, below everything. */
+#ifndef EBPF_H
+#define EBPF_H
+
+#include "core/base.h"
+#include "core/collectd_api.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- features ---- */
+struct ebpf_feature {
+  const char *block; /* config block name, e.g. "Pressure" */
+  const char *name;  /* metric "plugin" field, e.g. "pressure" */
+  /* Parse the block. Returns 0 or -1 (after logging an ERROR). */
+  int (*config)(const oconfig_item_t *ci);
+  /* Start. Returns 0 when running; a negative errno when the feature cannot
+   * run on this host (it has already said why with one WARNING). */
+  int (*init)(void);
+  int (*read)(void);
+  void (*shutdown)(void);
+  /* Programs of this feature's loaded BPF object, for self-monitoring; may
+   * be NULL. */
+  struct bpf_object *(*bpf_object)(void);
+};
+
+extern const struct ebpf_feature feature_pressure;
+extern const struct ebpf_feature feature_netstacklat;
+extern const struct ebpf_feature feature_tcp_window;
+extern const struct ebpf_feature feature_drops;
+
+/* One program on sk_data_ready for two features (issue 23): while
+ * netstacklat's tcp_socket_enqueued runs in the tracepoint flavour, its
+ * program also counts tcp_window's clamped wakeups (rcv_ssthresh below
+ * threshold; netns_inum 0: every namespace), and tcp_window attaches none
+ * of its own there. netstacklat_serve_tcp_window() returns 0 when it does
+ * (netstacklat inits first), -ENOENT when it cannot; the per-CPU counter
+ * is then netstacklat_tcp_window_map() (NULL once netstacklat is gone:
+ * ask at every read), and netstacklat_unserve_tcp_window() stops it. */
+struct bpf_map;
+int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum);
+struct bpf_map *netstacklat_tcp_window_map(void);
+void netstacklat_unserve_tcp_window(void);
+
+/* tcp_window's stalled receivers by marked sockets (bpf/tcp_window/tcp_window.h):
+ * while netstacklat's tcp_socket_enqueued program runs (any flavour), it
+ * can announce every TCP socket of namespace netns_inum (0: all) that is
+ * given data, once per epoch, as struct tcpw_mark_rec on the ring buffer
+ * *marks_fd. netstacklat_serve_stalled() returns 0 when it can, -ENOENT
+ * when not; the announcements start with the first epoch other than 0
+ * set by netstacklat_stalled_epoch() (which also gives the count of
+ * announcements lost to a full ring buffer; -ENOENT once netstacklat is
+ * gone), and netstacklat_unserve_stalled() stops them. */
+int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd);
+int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost);
+void netstacklat_unserve_stalled(void);
+
+/* ---- dispatch helpers ---- */
+void submit_gauge(const char *plugin, const char *plugin_instance,
+                  const char *type, const char *type_instance, double v);
+void submit_derive(const char *plugin, const char *plugin_instance,
+                   const char *type, const char *type_instance, int64_t v);
+/* A source's value list, its plugin and plugin_instance filled once
+ * (vl_prepare, at init or when the source is named); vl_gauge/vl_derive then
+ * copy only the type and type_instance (strings prepared once by the
+ * caller) and the value, and dispatch. */
+void vl_prepare(value_list_t *vl, const char *plugin,
+                const char *plugin_instance);
+void vl_gauge(value_list_t *vl, const char *type, const char *type_instance,
+              double v);
+void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
+               int64_t v);
+
+/* ---- notifications ---- */
+/* One field of a notification: a key ([a-z0-9_]) and a typed value. The
+ * same list gives the message and the meta data, so they always agree. */
+enum ebpf_nfield_type {
+  EBPF_NF_STRING,
+  EBPF_NF_SIGNED,
+  EBPF_NF_UNSIGNED,
+  EBPF_NF_DOUBLE,
+};
+struct ebpf_nfield {
+  const char *key;
+  enum ebpf_nfield_type type;
+  union {
+    const char *s;
+    int64_t i;
+    uint64_t u;
+    double d;
+  } v;
+};
+#define NF_STR(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_STRING, .v.s = (x)})
+#define NF_INT(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_SIGNED, .v.i = (x)})
+#define NF_UINT(k, x)                                                          \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_UNSIGNED, .v.u = (x)})
+#define NF_DBL(k, x)                                                           \
+  ((struct ebpf_nfield){.key = (k), .type = EBPF_NF_DOUBLE, .v.d = (x)})
+
+/* The fields that say where a packet was, in this order: interface (its
+ * name, when netns is collectd's own, self_netns), ifindex, netns (each
+ * when known, non-zero) and cgroup (the cgroup with that id, named by the
+ * naming rule; the tree t is walked again on a miss, once per read:
+ * *refreshed). Appended to f (room for 4); returns how many. The strings
+ * live in *w. */
+struct cgroup_tree;
+struct ebpf_where {
+  char ifname[16];  /* IF_NAMESIZE */
+  char cg[EBPF_NAME_LEN];
+};
+size_t ebpf_where_fields(struct ebpf_nfield *f, struct ebpf_where *w,
+                         uint32_t ifindex, uint32_t netns, uint32_t self_netns,
+                         uint64_t cgroup, struct cgroup_tree *t,
+                         bool *refreshed);
+
+/* The protocol of a notification: "tcp", "udp", or the IP protocol number. */
+void ebpf_proto_str(unsigned proto, char out[8]);
+
+/* The message of a notification: the fields in order as `key=value`,
+ * separated by one space. Numbers are decimal (a double in the fewest
+ * digits that read back as the same value); a string is written as it is
+ * unless it is empty or has a space, a '"', a '\\' or a byte outside
+ * printable ASCII: then it is put in double quotes, with \" \\ and \xHH
+ * escapes. collectd holds NOTIF_MAX_MSG_LEN - 1 characters: fields that do
+ * not fit are left out whole, from the first that does not fit on, and
+ * the message ends in " ..." (the meta data has them all). Returns the
+ * number of fields written. */
+size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
+                          size_t n);
+/* Dispatch one notification (severity NOTIF_FAILURE, NOTIF_WARNING or
+ * NOTIF_OKAY; time now, host collectd's Hostname) with the message above
+ * and every field again as meta data of its type, named by its key.
+ * Returns plugin_dispatch_notification's status (-1 also when no
+ * notification plugin is loaded). */
+int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
+                const char *type, const char *type_instance,
+                const struct ebpf_nfield *f, size_t n);
+/* The same with the time of the event (CLOCK_REALTIME ns; 0: now). */
+int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
+                   const char *plugin_instance, const char *type,
+                   const char *type_instance, const struct ebpf_nfield *f,
+                   size_t n);
+
+#endif

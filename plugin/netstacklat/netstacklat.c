@@ -1,0 +1,1649 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* netstacklat: per-hook latency histograms of received packets, from the
+ * packet's receive timestamp to points of the network stack; dispatched as
+ * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat/netstacklat.bpf.c
+ * for the kernel side, the README's "netstacklat hooks" for what each hook
+ * means and docs/netstacklat.md for the Cgroup filter and GroupBy. */
+#include "common/cgroup.h"
+#include "core/ebpf.h"
+#include "common/hist.h"
+#include "common/loader.h"
+#include "common/netns.h"
+#include "netstacklat/netstacklat.h"
+#include "netstacklat/cgfilter.h"
+#include "netstacklat/ifaces.h"
+#include "netstacklat/outliers.h"
+#include "netstacklat/slots.h"
+#include "cgprobe.skel.h"
+#include "netstacklat.skel.h"
+#include "netstacklat_outliers.skel.h"
+#include "netstacklat_sampled.skel.h"
+#include "common/rtclock.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <bpf/bpf.h>
+#include <linux/net_tstamp.h>
+#include <math.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FEATURE "netstacklat"
+
+_Static_assert(NSL_NFINE == HIST_NFINE && NSL_SUB_BITS == HIST_SUB_BITS &&
+                   NSL_FINE_FIRST_EXP == HIST_FINE_FIRST_EXP,
+               "bucket layouts differ");
+_Static_assert(sizeof(struct nsl_hist) == NSL_HIST_SIZE,
+               "struct nsl_hist changed size: update NSL_HIST_SIZE and the "
+               "memory figures in the README and docs");
+/* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
+_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
+                   sizeof(struct netstacklat_outliers_bpf__rodata) &&
+               sizeof(struct netstacklat_bpf__bss) ==
+                   sizeof(struct netstacklat_outliers_bpf__bss) &&
+               sizeof(struct netstacklat_bpf) ==
+                   sizeof(struct netstacklat_outliers_bpf),
+               "the two netstacklat objects differ");
+_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
+                   sizeof(struct netstacklat_sampled_bpf__rodata) &&
+               sizeof(struct netstacklat_bpf__bss) ==
+                   sizeof(struct netstacklat_sampled_bpf__bss) &&
+               sizeof(struct netstacklat_bpf) ==
+                   sizeof(struct netstacklat_sampled_bpf),
+               "the netstacklat objects differ");
+
+static const char *const hook_names[NSL_NHOOKS] = {
+    "ip_start",            "tcp_start",           "udp_start",
+    "tcp_socket_enqueued", "udp_socket_enqueued", "tcp_socket_read",
+    "udp_socket_read",
+};
+/* Hooks that see the packet before socket lookup: no socket, no cgroup. */
+static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
+
+static const char *const skip_names[NSL_NSKIPS] = {
+    "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
+    "skipped-map_full", "skipped-hol_blocked", "skipped-raced"};
+
+#define P(...) HOOK_PROG(netstacklat_bpf, __VA_ARGS__)
+static const struct hook_def hook_defs[NSL_NHOOKS] = {
+    {"ip_start",
+     {P(ip_start_fentry_v4),
+      P(ip_start_fentry_v6, true),
+      P(ip_start_tp),
+      P(ip_start_kprobe_v4),
+      P(ip_start_kprobe_v6, true)}},
+    {"tcp_start",
+     {P(tcp_start_fentry_v4),
+      P(tcp_start_fentry_v6, true),
+      P(tcp_start_tp),
+      P(tcp_start_kprobe_v4),
+      P(tcp_start_kprobe_v6, true)}},
+    {"udp_start",
+     {P(udp_start_fentry_v4),
+      P(udp_start_fentry_v6, true),
+      P(udp_start_kprobe_v4),
+      P(udp_start_kprobe_v6, true)}},
+    {"tcp_socket_enqueued",
+     /* enqueued_tp serves both enqueue hooks (one program on the
+      * tracepoint): the loader loads and attaches it once. */
+     {P(tcp_enqueued_fexit), P(enqueued_tp), P(tcp_enqueued_kprobe)}},
+    {"udp_socket_enqueued",
+     /* Entry before return in each pair: the loader attaches in this
+      * order, so every return that fires had its entry seen. */
+     {P(udp_enqueued_fentry),
+      P(udp_enqueued_fexit),
+      P(enqueued_tp),
+      P(udp_enqueued_kprobe),
+      P(udp_enqueued_kretprobe)}},
+    {"tcp_socket_read",
+     {P(tcp_read_fentry), P(tcp_read_tp), P(tcp_read_kprobe)}},
+    {"udp_socket_read", {P(udp_read_fentry), P(udp_read_kprobe)}},
+};
+/* tcp_socket_read with IncludeHOLBlocked false: each flavour's read
+ * program with the program that follows out-of-order arrivals on the
+ * receive path; kprobe programs cannot have socket storage (refused). */
+static const struct hook_def tcp_read_hol_def = {
+    "tcp_socket_read",
+    {P(tcp_read_fentry), P(hol_arrival_fentry), P(tcp_read_tp),
+     P(hol_arrival_tp), P(tcp_read_kprobe)}};
+#undef P
+
+#define MAX_PERCENTILES 16
+#define MAX_BOUNDS 32
+
+static struct {
+  bool hooks_set;
+  bool hook_on[NSL_NHOOKS];
+  double pct[MAX_PERCENTILES];
+  int npct;
+  bool buckets;
+  char **cgroups;
+  size_t ncgroups;
+  char **ifaces;
+  size_t nifaces;
+  char *netns; /* "host", "all" or a name under /run/netns */
+  int groupby;
+  long long min_qlen;
+  bool include_hol;
+  long long max_groups;
+  bool timestamps; /* hold an SO_TIMESTAMPING socket */
+  double outlier_s; /* OutlierThreshold; 0: off */
+  long long outlier_limit;
+  long long sample_every; /* SampleEvery: time one event in this many; 0:
+                           * auto (each hook's N chosen to keep CostBudget) */
+  double cost_budget;      /* CostBudget, % of one CPU (SampleEvery auto) */
+  /* BucketBounds, in ns, rounded to fine bucket edges, sorted, unique */
+  uint64_t bounds[MAX_BOUNDS];
+  int nbounds;
+} cfg;
+
+static void cfg_defaults(void) {
+  cfg.hooks_set = false;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    cfg.hook_on[h] = true;
+  static const double def_pct[] = {50, 90, 99, 99.9};
+  cfg.npct = 4;
+  memcpy(cfg.pct, def_pct, sizeof(def_pct));
+  cfg.buckets = false;
+  cfg.groupby = NSL_GROUP_NONE;
+  cfg.min_qlen = 0;
+  cfg.include_hol = true;
+  cfg.max_groups = 128;
+  cfg.timestamps = true;
+  cfg.outlier_s = 0;
+  cfg.outlier_limit = 10;
+  cfg.sample_every = 1;
+  cfg.cost_budget = 0.5;
+  cfg.nbounds = 0;
+}
+
+/* --------------------------------------------------------------- config */
+
+static int cfg_hooks(const oconfig_item_t *ci) {
+  bool on[NSL_NHOOKS] = {0};
+  char buf[256];
+  if (ci->values_num < 1 || ci->children_num != 0)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_STRING)
+      goto bad;
+    int h;
+    for (h = 0; h < NSL_NHOOKS; h++)
+      if (strcmp(ci->values[i].value.string, hook_names[h]) == 0)
+        break;
+    if (h == NSL_NHOOKS) {
+      E_ERROR("invalid value \"%s\" for option \"Hooks\" in block "
+              "<Netstacklat>: unknown hook (hooks: ip_start tcp_start "
+              "udp_start tcp_socket_enqueued udp_socket_enqueued "
+              "tcp_socket_read udp_socket_read).",
+              ci->values[i].value.string);
+      return -1;
+    }
+    on[h] = true;
+  }
+  memcpy(cfg.hook_on, on, sizeof(on));
+  cfg.hooks_set = true;
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"Hooks\" in block <Netstacklat>: "
+          "expected one or more hook names.",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
+/* The type instance of a percentile: "p" and its digits without the dot
+ * (50 -> p50, 99.9 -> p999), to 15 significant digits (99.999999 ->
+ * p99999999, not p100). Returns false for a name that would not be
+ * digits (1e-05) or would not fit. */
+static char pct_names[MAX_PERCENTILES][24];
+
+static bool pct_name(double p, char *buf, size_t len) {
+  char tmp[40];
+  snprintf(tmp, sizeof(tmp), "%.15g", p);
+  size_t o = 0;
+  buf[o++] = 'p';
+  for (char *s = tmp; *s; s++) {
+    if (*s == '.')
+      continue;
+    if (*s < '0' || *s > '9' || o + 1 >= len) /* 1e-05, or too long */
+      return false;
+    buf[o++] = *s;
+  }
+  buf[o] = 0;
+  return true;
+}
+
+/* CostBudget: a percentage of one CPU, 0.001 to 100. */
+static int cfg_percent(const oconfig_item_t *ci, double *out) {
+  if (ci->values_num != 1 || ci->children_num != 0 ||
+      ci->values[0].type != OCONFIG_TYPE_NUMBER ||
+      !isfinite(ci->values[0].value.number) ||
+      ci->values[0].value.number < 0.001 || ci->values[0].value.number > 100) {
+    E_ERROR("invalid value %s for option \"%s\" in block <Netstacklat>: "
+            "expected one number from 0.001 to 100 (percent of one CPU).",
+            cfg_values_str(ci, (char[256]){0}, 256), ci->key);
+    return -1;
+  }
+  *out = ci->values[0].value.number;
+  return 0;
+}
+
+static int cfg_percentiles(const oconfig_item_t *ci) {
+  char buf[256];
+  if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
+      ci->children_num != 0)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
+      goto bad;
+    double p = ci->values[i].value.number;
+    if (!(p > 0 && p <= 100))
+      goto bad;
+    cfg.pct[i] = p;
+    /* Dropping the dot can make two percentiles one name (99.9 and 9.99
+     * are both p999): refuse rather than dispatch two series as one. */
+    char name[sizeof(pct_names[0])];
+    if (!pct_name(p, name, sizeof(name)))
+      goto bad;
+    for (int j = 0; j < i; j++) {
+      char other[sizeof(pct_names[0])];
+      pct_name(cfg.pct[j], other, sizeof(other));
+      if (strcmp(name, other) == 0) {
+        E_ERROR("invalid value %s for option \"Percentiles\" in block "
+                "<Netstacklat>: %g and %g would both be dispatched as "
+                "latency-%s (the name drops the dot); leave one out.",
+                cfg_values_str(ci, buf, sizeof(buf)), cfg.pct[j], p, name);
+        return -1;
+      }
+    }
+  }
+  cfg.npct = ci->values_num;
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"Percentiles\" in block "
+          "<Netstacklat>: expected 1 to %d numbers in [0.0001, 100] of at "
+          "most 15 significant digits, like 50 90 99 99.9.",
+          cfg_values_str(ci, buf, sizeof(buf)), MAX_PERCENTILES);
+  return -1;
+}
+
+/* BucketBounds <seconds>...: repeatable, at most MAX_BOUNDS in all, each
+ * rounded to the nearest fine bucket edge (said once, at INFO). */
+static int cfg_bounds(const oconfig_item_t *ci) {
+  char buf[256];
+  if (ci->values_num < 1 || ci->children_num != 0)
+    goto bad;
+  for (int i = 0; i < ci->values_num; i++) {
+    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
+      goto bad;
+    double sec = ci->values[i].value.number;
+    if (!(sec >= 1e-6 && sec <= 17.0))
+      goto bad;
+    uint64_t ns = (uint64_t)(sec * 1e9 + 0.5);
+    uint64_t edge = hist_fine_edge_near(ns);
+    if (edge != ns)
+      E_INFO("netstacklat: BucketBounds %g s is counted at %.9g s, the "
+             "nearest edge of the fine buckets (%llu ns): within 1/32 of "
+             "it.",
+             sec, edge / 1e9, (unsigned long long)edge);
+    bool dup = false;
+    for (int j = 0; j < cfg.nbounds; j++)
+      dup = dup || cfg.bounds[j] == edge;
+    if (dup) /* given twice (or rounded to one edge): counted once */
+      continue;
+    if (cfg.nbounds == MAX_BOUNDS) {
+      E_ERROR("option \"BucketBounds\" in block <Netstacklat>: more than "
+              "%d bounds in all.",
+              MAX_BOUNDS);
+      return -1;
+    }
+    cfg.bounds[cfg.nbounds++] = edge;
+  }
+  qsort(cfg.bounds, (size_t)cfg.nbounds, sizeof(cfg.bounds[0]), cmp_u64);
+  return 0;
+bad:
+  E_ERROR("invalid value %s for option \"BucketBounds\" in block "
+          "<Netstacklat>: expected one or more numbers of seconds from "
+          "0.000001 to 17, like 0.001 0.01 0.1.",
+          cfg_values_str(ci, buf, sizeof(buf)));
+  return -1;
+}
+
+static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
+                      int n, int *out, const char *want) {
+  char *s = NULL;
+  if (cfg_string(ci, &s))
+    return -1;
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(s, names[i]) == 0) {
+      *out = i;
+      free(s);
+      return 0;
+    }
+  E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
+          "expected %s.",
+          s, ci->key, want);
+  free(s);
+  return -1;
+}
+
+static int netstacklat_config(const oconfig_item_t *ci) {
+  int errors = 0;
+  bool seen[16] = {0};
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    const char *k = c->key;
+    int st = 0;
+    if (!strcasecmp(k, "Hooks"))
+      st = cfg_once(c, &seen[0]) || cfg_hooks(c);
+    else if (!strcasecmp(k, "Percentiles"))
+      st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
+    else if (!strcasecmp(k, "Buckets"))
+      st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
+    else if (!strcasecmp(k, "BucketBounds"))
+      st = cfg_bounds(c);
+    else if (!strcasecmp(k, "Cgroup"))
+      st = cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+    else if (!strcasecmp(k, "Interface")) {
+      st = cfg_strings_append(c, &cfg.ifaces, &cfg.nifaces);
+      for (size_t j = 0; !st && j < cfg.nifaces; j++)
+        if (strlen(cfg.ifaces[j]) >= IFNAMSIZ || strchr(cfg.ifaces[j], '/')) {
+          E_ERROR("invalid value \"%s\" for option \"Interface\" in block "
+                  "<Netstacklat>: not an interface name.",
+                  cfg.ifaces[j]);
+          st = -1;
+        }
+    } else if (!strcasecmp(k, "NetworkNamespace"))
+      st = cfg_once(c, &seen[3]) || cfg_string(c, &cfg.netns);
+    else if (!strcasecmp(k, "GroupBy")) {
+      static const char *const g[] = {"none", "cgroup", "interface"};
+      st = cfg_once(c, &seen[4]) ||
+           cfg_choice(c, g, 3, &cfg.groupby, "cgroup, interface or none");
+    } else if (!strcasecmp(k, "MinQueueLength"))
+      st = cfg_once(c, &seen[5]) ||
+           cfg_int_range(c, 0, 1000000, &cfg.min_qlen);
+    else if (!strcasecmp(k, "IncludeHOLBlocked"))
+      st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg.include_hol);
+    else if (!strcasecmp(k, "EnableTimestamps"))
+      st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg.timestamps);
+    else if (!strcasecmp(k, "OutlierThreshold"))
+      st = cfg_once(c, &seen[9]) ||
+           cfg_seconds(c, 0.000001, 3600, &cfg.outlier_s);
+    else if (!strcasecmp(k, "OutlierLimit"))
+      st = cfg_once(c, &seen[10]) ||
+           cfg_int_range(c, 1, 10000, &cfg.outlier_limit);
+    else if (!strcasecmp(k, "SampleEvery")) {
+      if (c->values_num == 1 && c->children_num == 0 &&
+          c->values[0].type == OCONFIG_TYPE_STRING &&
+          !strcasecmp(c->values[0].value.string, "auto")) {
+        st = cfg_once(c, &seen[11]);
+        cfg.sample_every = 0;
+      } else if (c->values_num == 1 && c->values[0].type == OCONFIG_TYPE_NUMBER) {
+        st = cfg_once(c, &seen[11]) ||
+             cfg_int_range(c, 1, 65536, &cfg.sample_every);
+      } else {
+        E_ERROR("invalid value %s for option \"SampleEvery\" in block "
+                "<Netstacklat>: expected one integer from 1 to 65536, or "
+                "\"auto\".",
+                cfg_values_str(c, (char[256]){0}, 256));
+        st = -1;
+      }
+    } else if (!strcasecmp(k, "CostBudget"))
+      st = cfg_once(c, &seen[12]) || cfg_percent(c, &cfg.cost_budget);
+    else if (!strcasecmp(k, "MaxGroups"))
+      st = cfg_once(c, &seen[7]) ||
+           cfg_int_range(c, 1, 65536, &cfg.max_groups);
+    else
+      st = cfg_unknown(c, "Netstacklat");
+    if (st)
+      errors++;
+  }
+  if (!errors && seen[12] && cfg.sample_every != 0) {
+    E_ERROR("option \"CostBudget\" in block <Netstacklat>: it sets what "
+            "SampleEvery \"auto\" keeps to; add SampleEvery \"auto\" or "
+            "remove CostBudget.");
+    errors++;
+  }
+  if (!errors && (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
+      cfg.hooks_set) {
+    for (int h = 0; h < NSL_NHOOKS; h++)
+      if (cfg.hook_on[h] && !hook_has_socket(h)) {
+        E_ERROR("option \"Hooks\" in block <Netstacklat>: hook %s sees "
+                "packets before they have a socket, so it cannot be "
+                "filtered or grouped by cgroup; remove it or the cgroup "
+                "option.",
+                hook_names[h]);
+        errors++;
+      }
+  }
+  return errors ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- state */
+
+struct group_prev {
+  struct nsl_group_key key;
+  struct nsl_hist h;
+  char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
+  uint64_t le[MAX_BOUNDS]; /* BucketBounds: events at or below, so far */
+};
+
+static struct netstacklat_bpf *skel;
+static struct hook_state hooks[NSL_NHOOKS];
+static int ts_sock = -1;
+static int ncpus;
+static struct nsl_hist prev[NSL_NHOOKS];
+static uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
+static char bound_names[MAX_BOUNDS][32]; /* "le_<ns>" */
+/* The identity of each hook's values (plugin, plugin_instance), and the
+ * type_instance of each bucket: made once, reused every interval. */
+static value_list_t hook_vl[NSL_NHOOKS];
+static char bucket_names[HIST_NBUCKETS][32];
+static struct group_prev *gprev; /* sorted by key */
+static size_t ngprev;
+static struct timespec last_read;
+static struct netns netns;
+static bool warned_map_full;
+static struct cgroup_tree cgroups;
+/* Entries of the Cgroup filter's hash map (the hash way): room for 4 times
+ * the cgroups matching at start, at least 4096, at most 2^20; more than it
+ * holds are retried every interval, with a WARNING. */
+static __u32 cg_filter_size = 4096;
+/* The Cgroup filter (plugin/netstacklat/cgfilter.c): the ways chosen at init and
+ * what the kernel was given. cgf.hash: the hash filter is kept filled (no
+ * cgroup storage, or a socket hook runs as a kprobe). */
+static struct nsl_cgfilter cgf;
+/* The Interface filter and GroupBy interface's names
+ * (plugin/netstacklat/ifaces.c). */
+static struct nsl_iffilter iff;
+static struct nsl_ifnames ifnames;
+/* GroupBy cgroup: the slots and the group index (plugin/netstacklat/slots.c);
+ * cgslots.slot is NULL without GroupBy cgroup. */
+static struct nsl_slots cgslots;
+static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
+static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
+/* SampleEvery: each hook's N during the interval being read (fixed N, or
+ * auto's choice at the read before), and its events in that interval
+ * (exact, every N), summed by dispatch(). */
+static uint32_t n_used[NSL_NHOOKS];
+static uint64_t programs_run_ns(void);
+static uint64_t hook_events[NSL_NHOOKS];
+/* SampleEvery auto: the programs' run time at the last read (BPF stats;
+ * 0 while they are off), and whether the budget was out of reach then. */
+static uint64_t auto_run_ns;
+static bool auto_over;
+static size_t groups_shared; /* groups named with their hash (last read) */
+
+static double now_mono(struct timespec *ts) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  return ts->tv_sec + ts->tv_nsec / 1e9;
+}
+
+/* "Now" in BPF: the clock chosen at init, plus REALTIME minus that clock,
+ * written before the programs attach (in the skeleton's .bss before load)
+ * and refreshed every interval. */
+static enum rtclock bpf_clock;
+
+static void set_clock_offset(void) {
+  int64_t off;
+  if (skel && rtclock_offset(bpf_clock, &off, NULL) == 0)
+    skel->bss->realtime_offset_ns = off;
+}
+
+/* ---------------------------------------------------------------- loader */
+
+static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  if (!cfg.outlier_s && cfg.sample_every == 1) {
+    skel = netstacklat_bpf__open_opts(&opts);
+  } else {
+    /* The same maps, programs and variables, with the outlier path (and
+     * the sampling path), or with the sampling path alone. */
+    skel = calloc(1, sizeof(*skel));
+    int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
+    if (!err) {
+      skel->skeleton->data =
+          cfg.outlier_s
+              ? netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz)
+              : netstacklat_sampled_bpf__elf_bytes(&skel->skeleton->data_sz);
+      err = bpf_object__open_skeleton(skel->skeleton, &opts);
+    }
+    if (err) {
+      if (skel)
+        netstacklat_bpf__destroy(skel);
+      skel = NULL;
+      errno = -err;
+    }
+  }
+  if (!skel)
+    return NULL;
+  *skel_out = skel;
+  skel->rodata->targ_netns = netns.inum;
+  skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
+  skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
+  skel->rodata->targ_groupby = (__u32)cfg.groupby;
+  skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
+  skel->rodata->targ_include_hol = cfg.include_hol;
+  skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
+  skel->rodata->targ_outlier_ns = (__u64)(cfg.outlier_s * 1e9 + 0.5);
+  skel->rodata->targ_outlier_limit = (__u64)cfg.outlier_limit;
+  skel->rodata->targ_sample_every = (__u32)cfg.sample_every;
+  skel->rodata->targ_sample_auto = cfg.sample_every == 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    skel->bss->sample_n[h] = 1;
+  /* Off: the smallest ring buffer there is (one page). */
+  if (!cfg.outlier_s)
+    bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
+                             (__u32)sysconf(_SC_PAGESIZE));
+  /* The initial value of the map: in force from the first event on. */
+  set_clock_offset();
+  /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
+   * hooks, a pool that a busy hook may use more of than its share.
+   * Preallocated per CPU: entries x CPUs x 280 bytes. */
+  __u32 nwanted = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    nwanted += hooks[h].wanted;
+  bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
+                           cfg.groupby && nwanted
+                               ? (__u32)cfg.max_groups * nwanted
+                               : 1);
+  bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter,
+                           cfg.ncgroups ? cg_filter_size : 1);
+  /* Cgroup storage, or on a kernel without it a harmless one-entry array
+   * in its place (its path is pruned by the verifier). */
+  skel->rodata->targ_cg_storage = cgf.storage;
+  /* The ancestors way: the levels are constants of the program; the ids
+   * are in force from the first event. */
+  skel->rodata->targ_anc_n = cgf.anc ? (__u32)cfg.ncgroups : 0;
+  nsl_cgf_opened(&cgf, skel->rodata->targ_anc_level,
+                 &skel->data->cg_filter_gen, skel->bss->anc_id);
+  if (!cgf.storage) {
+    bpf_map__set_type(skel->maps.netstacklat_cgroup_state,
+                      BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_state, 1);
+  }
+  nwanted_pos = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    hook_pos[h] = hooks[h].wanted ? nwanted_pos++ : 0;
+    skel->rodata->targ_hook_pos[h] = hook_pos[h];
+  }
+  skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
+  if (cgslots.slot && nwanted_pos) {
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
+                             (__u32)cfg.max_groups * nwanted_pos);
+    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
+                             cgslots.index_size);
+    skel->rodata->targ_cg_index_mask = cgslots.index_size - 1;
+    /* The slots are preallocated; the group table then holds each
+     * group's events before its slot: allocated as they come, so the two
+     * together stay near the memory of the table alone. Only where
+     * tracing programs may use maps that are not preallocated (6.1+;
+     * cgroup storage, 6.2, tells): older kernels preallocate both. */
+    if (cgf.storage)
+      bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                             BPF_F_NO_PREALLOC);
+  }
+  if (!cfg.nifaces)
+    bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
+  return skel->obj;
+}
+
+static int nsl_load(void *ctx) {
+  /* The flavours are chosen by now: the shared sk_data_ready program
+   * serves the enqueue hooks that chose it, and only those. */
+  skel->rodata->targ_tcp_enqueued_tp =
+      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  skel->rodata->targ_udp_enqueued_tp =
+      hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  int err = netstacklat_bpf__load(skel);
+  if (!err)
+    nsl_cgf_loaded(&cgf, &skel->data->cg_filter_gen, skel->bss->anc_id,
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_state),
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
+                   bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
+  if (!err && cgslots.slot)
+    nsl_slots_bind(&cgslots,
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_index), ncpus,
+                   nwanted_pos);
+  return err;
+}
+
+static void nsl_destroy(void *ctx) {
+  netstacklat_bpf__destroy(skel);
+  skel = NULL;
+}
+
+/* Receive timestamps are taken only while some socket on the host asks
+ * for them: hold one such socket for as long as we run. The kernel turns
+ * the timestamping static key on from a work queue, ~100 ms later. */
+static int open_tstamp_socket(void) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) <
+      0) {
+    int err = -errno;
+    close(fd);
+    return err;
+  }
+  return fd;
+}
+
+/* ------------------------------------------------------------- outliers */
+
+static struct nsl_outlier_ctx outlier_ctx;
+
+static int on_outlier(void *ctx, void *data, size_t len) {
+  (void)ctx;
+  return nsl_outlier_notify(&outlier_ctx, data, len);
+}
+
+static void read_outliers(void) {
+  outlier_ctx.cg_refreshed = false;
+  outlier_ctx.self_netns = netns_self_inum();
+  int err = ring_buffer__consume(outlier_rb);
+  if (err < 0)
+    E_WARNING("netstacklat: reading outlier records failed: %s",
+              ERRSTR(err));
+  __u64 vals[ncpus], suppressed = 0;
+  __u32 zero = 0;
+  if (bpf_map_lookup_elem(
+          bpf_map__fd(skel->maps.netstacklat_outliers_suppressed), &zero,
+          vals) == 0)
+    for (int c = 0; c < ncpus; c++)
+      suppressed += vals[c];
+  submit_derive(FEATURE, "", "operations", "outliers",
+                (int64_t)outlier_ctx.notified);
+  submit_derive(FEATURE, "", "operations", "outliers_suppressed",
+                (int64_t)suppressed);
+}
+
+static void netstacklat_shutdown(void);
+
+static int cgprobe_load(void *p) { return cgprobe_bpf__load(p); }
+
+/* Whether the kernel, which has cgroup storage, refuses a socket's cgroup
+ * (and its parent's) to the storage helpers in a tracing program
+ * (bpf/common/cgprobe.bpf.c: 6.18.44's verifier calls them untrusted pointers).
+ * true: refused, with why in *why. */
+static bool cg_storage_refused(char *why, size_t len) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  struct cgprobe_bpf *p = cgprobe_bpf__open_opts(&opts);
+  char verdict[200] = "";
+  int err = p ? loader_quiet_load(cgprobe_load, p, verdict, sizeof(verdict))
+              : -errno;
+  cgprobe_bpf__destroy(p);
+  if (!err)
+    return false;
+  snprintf(why, len,
+           "the kernel has BPF_MAP_TYPE_CGRP_STORAGE but refuses a socket's "
+           "cgroup to its helpers: %s%s%s%s",
+           ERRSTR(err), verdict[0] ? " (the verifier: \"" : "", verdict,
+           verdict[0] ? "\")" : "");
+  return true;
+}
+
+static int netstacklat_init(void) {
+  int err = netns_resolve(cfg.netns, FEATURE, &netns);
+  if (err)
+    return err;
+  nsl_iff_free(&iff);
+  if (nsl_iff_init(&iff, cfg.ifaces, cfg.nifaces, &netns))
+    return -ENOMEM;
+  ifnames.ns = &netns;
+  if (cfg.nifaces) {
+    /* The names are looked up inside the namespace (setns(), which needs
+     * CAP_SYS_ADMIN): without that the filter could never be filled, and
+     * netstacklat would count nothing under its names. */
+    int back;
+    if ((err = netns_enter(&netns, FEATURE, &back)) != 0) {
+      E_WARNING("netstacklat: the Interface option needs its names looked "
+                "up in %s; netstacklat is disabled.",
+                netns.path);
+      return err == -EINVAL ? -ENOENT : err;
+    }
+    netns_leave(back, FEATURE);
+  }
+  if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
+    E_WARNING("netstacklat: no cgroup2 hierarchy is mounted: the Cgroup and "
+              "GroupBy cgroup options cannot work; netstacklat is disabled.");
+    return -ENOENT;
+  }
+  ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) {
+    E_WARNING("netstacklat: cannot count CPUs: %s", ERRSTR(ncpus));
+    return ncpus ? ncpus : -EINVAL;
+  }
+
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    hooks[h] = (struct hook_state){.def = &hook_defs[h],
+                                   .wanted = cfg.hook_on[h]};
+    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol) {
+      hooks[h].def = &tcp_read_hol_def;
+      hooks[h].refuse[FLAVOUR_KPROBE] =
+          "not with IncludeHOLBlocked false (it needs socket storage, "
+          "which kprobe programs cannot use)";
+    }
+    if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
+        !hook_has_socket(h) && hooks[h].wanted) {
+      hooks[h].wanted = false;
+      E_INFO("netstacklat: hook %s is not loaded: it has no socket, so no "
+             "cgroup to filter or group by.",
+             hook_names[h]);
+    }
+  }
+  bool cg_storage = false, cg_hash = false, cg_anc = false;
+  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
+    /* Test-only: EBPF_TEST_CGROUP_FILTER=storage|hash skips the ways
+     * before it; EBPF_TEST_CGROUP_STORAGE=off is "hash". */
+    const char *force = getenv("EBPF_TEST_CGROUP_FILTER");
+    const char *old_force = getenv("EBPF_TEST_CGROUP_STORAGE");
+    if (force && strcmp(force, "ancestors") != 0 &&
+        strcmp(force, "storage") != 0 && strcmp(force, "hash") != 0) {
+      E_WARNING("netstacklat: EBPF_TEST_CGROUP_FILTER=\"%s\" is not "
+                "ancestors, storage or hash: ignored.",
+                force);
+      force = NULL;
+    }
+    if (!force && old_force && strcmp(old_force, "off") == 0)
+      force = "hash";
+    const char *no_anc = NULL;
+    if (!cfg.ncgroups)
+      no_anc = "no Cgroup option";
+    else if (cfg.groupby == NSL_GROUP_CGROUP)
+      no_anc = "GroupBy cgroup looks the cgroup up anyway";
+    else if (cfg.ncgroups > NSL_CG_ANC_MAX)
+      no_anc = "more than 8 Cgroup paths";
+    _Static_assert(NSL_CG_ANC_MAX == 8, "the message above says 8");
+    for (size_t i = 0; !no_anc && i < cfg.ncgroups; i++)
+      if (cgroup_is_glob(cfg.cgroups[i]))
+        no_anc = "a Cgroup glob may match cgroups at other levels later";
+    if (!no_anc && !cgroup2_is_whole(&no_anc))
+      no_anc = no_anc ? no_anc : "the cgroup2 mount is not the whole tree";
+    if (!no_anc && force && strcmp(force, "ancestors") != 0)
+      no_anc = strcmp(force, "hash") == 0
+                   ? "forced off by EBPF_TEST_CGROUP_FILTER=hash"
+                   : "forced off by EBPF_TEST_CGROUP_FILTER=storage";
+    cg_anc = !no_anc;
+    int r = libbpf_probe_bpf_map_type(
+        (enum bpf_map_type)32 /* BPF_MAP_TYPE_CGRP_STORAGE, 6.2: newer than
+                                 some UAPI headers we build with */,
+        NULL);
+    bool hash_forced = force && strcmp(force, "hash") == 0;
+    cg_storage = !cg_anc && r == 1 && !hash_forced;
+    char refused[400] = "";
+    if (cg_storage && cg_storage_refused(refused, sizeof(refused)))
+      cg_storage = false;
+    cg_hash = !cg_storage && !cg_anc;
+    if (cg_anc)
+      E_INFO("netstacklat: the Cgroup filter uses the cgroups' ancestors "
+             "(%zu Cgroup paths without globs: each socket cgroup's ancestor "
+             "at a configured path's level is compared with it).",
+             cfg.ncgroups);
+    else
+      E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s%s%s).",
+             cg_storage ? "cgroup storage" : "hash maps",
+             hash_forced ? "forced by EBPF_TEST_CGROUP_FILTER=hash or "
+                           "EBPF_TEST_CGROUP_STORAGE=off"
+             : refused[0] ? refused
+             : r == 1    ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
+                         : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
+             cfg.ncgroups ? "; not the cgroups' ancestors: " : "",
+             cfg.ncgroups ? no_anc : "");
+    if (cfg.groupby == NSL_GROUP_CGROUP) {
+      /* The group index: 4 positions per slot, a power of two, so that
+       * two probes nearly always find room (EBPF_TEST_CG_INDEX_SIZE, a
+       * power of two, forces a size for the tests). */
+      const char *isz = getenv("EBPF_TEST_CG_INDEX_SIZE");
+      unsigned long long want = 4ULL * (unsigned long long)cfg.max_groups;
+      if (isz && *isz) {
+        char *end;
+        want = strtoull(isz, &end, 10);
+        if (*end || !want || (want & (want - 1)) || want > (1ULL << 24)) {
+          E_ERROR("netstacklat: EBPF_TEST_CG_INDEX_SIZE \"%s\" is not a "
+                  "power of two up to 2^24.",
+                  isz);
+          return -EINVAL;
+        }
+      }
+      __u32 isize = 1;
+      while (isize < want)
+        isize <<= 1;
+      if (nsl_slots_alloc(&cgslots, cfg.max_groups, isize))
+        return -ENOMEM;
+      E_INFO("netstacklat: GroupBy cgroup: %lld slots (MaxGroups), found "
+             "through a group index of %u entries (array lookups, no "
+             "helper call).",
+             cfg.max_groups, isize);
+    }
+  }
+  nsl_cgf_free(&cgf);
+  nsl_cgf_init(&cgf, cfg.cgroups, cfg.ncgroups, cg_anc, cg_storage, cg_hash);
+  if (cfg.ncgroups) {
+    /* Sized from the tree; EBPF_TEST_CG_FILTER_SIZE forces a size for the
+     * tests. */
+    cgroup_tree_refresh(&cgroups);
+    uint64_t *ids;
+    size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
+    free(ids);
+    unsigned long long want = 4ULL * n;
+    cg_filter_size = 4096;
+    while (cg_filter_size < want && cg_filter_size < (1U << 20))
+      cg_filter_size <<= 1;
+    const char *fsz = getenv("EBPF_TEST_CG_FILTER_SIZE");
+    if (fsz && *fsz && strtoul(fsz, NULL, 10) > 0)
+      cg_filter_size = (__u32)strtoul(fsz, NULL, 10);
+  }
+  const char *clock_why;
+  bool tai_refused;
+  bpf_clock = rtclock_choose(&clock_why, &tai_refused);
+  if (tai_refused)
+    E_WARNING("netstacklat: \"now\" is CLOCK_%s plus its offset to "
+              "REALTIME (%s).",
+              rtclock_name(bpf_clock), clock_why);
+  else
+    E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
+           "(%s).",
+           rtclock_name(bpf_clock), clock_why);
+  struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
+  int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
+  if (n <= 0 || !skel) {
+    E_WARNING("netstacklat: no hook could be attached; netstacklat is "
+              "disabled.");
+    if (skel)
+      netstacklat_shutdown();
+    return n < 0 ? n : -ENOENT;
+  }
+
+  iff.map_fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
+  nsl_iff_refresh(&iff, true);
+  /* kprobe programs have no cgroup storage: with a socket hook in that
+   * flavour, the hash filter is kept filled as well. */
+  for (int h = 0; (cgf.storage || cgf.anc) && h < NSL_NHOOKS; h++)
+    if (hook_has_socket(h) && hooks[h].flavour == FLAVOUR_KPROBE &&
+        !cgf.hash) {
+      cgf.hash = true;
+      E_INFO("netstacklat: hook %s runs as a kprobe, which %s: the cgroup "
+             "hash filter is kept as well.",
+             hook_names[h],
+             cgf.storage ? "has no cgroup storage"
+                         : "would read the ancestors through helper calls");
+    }
+  if (cgf.hash || cfg.groupby == NSL_GROUP_CGROUP)
+    cgroup_tree_refresh(&cgroups);
+  if (cfg.ncgroups && nsl_cgf_refresh(&cgf, &cgroups, false) == 0)
+    E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
+              "matching cgroups are picked up when they appear.");
+
+  ts_sock = cfg.timestamps ? open_tstamp_socket() : -1;
+  if (cfg.timestamps && ts_sock < 0)
+    E_WARNING("netstacklat: cannot enable receive timestamps "
+              "(SO_TIMESTAMPING): %s; packets are stamped only if another "
+              "socket asks for it.",
+              ERRSTR(ts_sock));
+  if (cfg.outlier_s) {
+    outlier_rb = ring_buffer__new(bpf_map__fd(skel->maps.netstacklat_outliers),
+                                  on_outlier, NULL, NULL);
+    if (!outlier_rb) {
+      E_ERROR("netstacklat: cannot read the outlier ring buffer: %s",
+              ERRSTR(errno));
+      netstacklat_shutdown();
+      return -errno;
+    }
+  }
+  outlier_ctx = (struct nsl_outlier_ctx){
+      .plugin = FEATURE, .hook_names = hook_names, .cgroups = &cgroups};
+  memset(prev, 0, sizeof(prev));
+  memset(prev_le, 0, sizeof(prev_le));
+  memset(hook_events, 0, sizeof(hook_events));
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    n_used[h] = cfg.sample_every ? (uint32_t)cfg.sample_every : 1;
+  auto_run_ns = cfg.sample_every ? 0 : programs_run_ns();
+  auto_over = false;
+  if (cfg.sample_every == 0)
+    E_INFO(FEATURE ": SampleEvery auto: each hook's N is chosen every "
+           "interval to keep the programs within CostBudget %g%% of a CPU "
+           "(estimated from the events and %s).",
+           cfg.cost_budget,
+           auto_run_ns || ebpf_global.bpf_stats
+               ? "the programs' run time (BPF statistics)"
+               : "a calibrated cost per event; BPFStats true measures it");
+  now_mono(&last_read);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ read */
+
+static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
+  memset(out, 0, sizeof(*out));
+  for (int c = 0; c < ncpus; c++) {
+    const struct nsl_hist *h = &percpu[c];
+    for (int k = 0; k < NSL_NFINE; k++)
+      out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
+    out->sum_ns += h->sum_ns;
+    out->count += h->count;
+    for (int s = 0; s < NSL_NSKIPS; s++)
+      out->skipped[s] += h->skipped[s];
+  }
+}
+
+/* A skip reason that only one hook with one setting can have is
+ * dispatched there alone: elsewhere it could only ever be 0. */
+static bool skip_applies(__u32 hook, int s) {
+  switch (s) {
+  case NSL_SKIP_HOL_BLOCKED:
+    return hook == NSL_TCP_SOCKET_READ && !cfg.include_hol;
+  case NSL_SKIP_RACED:
+    return hook == NSL_UDP_SOCKET_ENQUEUED;
+  case NSL_SKIP_MAP_FULL:
+    /* Counted on the hook's ungrouped entry only, and dispatched from
+     * there with GroupBy (netstacklat_read()): 0 everywhere else. */
+    return false;
+  default:
+    return true;
+  }
+}
+
+/* vl: the identity of the hook's or group's values (vl_prepare()). */
+static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
+                     const struct nsl_hist *before, double elapsed,
+                     uint64_t le[MAX_BOUNDS]) {
+  /* A reset (a group deleted and made again starts from zero) shows in
+   * the 64-bit count or sum going down; the 32-bit buckets wrap. */
+  bool reset = now->count < before->count || now->sum_ns < before->sum_ns;
+  uint64_t d[HIST_NFINE];
+  uint64_t n = hist_fine_delta(now->bucket, before->bucket, reset, d);
+  uint64_t dsum = reset ? now->sum_ns : now->sum_ns - before->sum_ns;
+  /* The counters are cumulative and never reset while we run. count is
+   * exact for any SampleEvery; the buckets hold the timed events only. */
+  vl_derive(vl, "operations", NULL, (int64_t)now->count);
+  for (int s = 0; s < NSL_NSKIPS; s++)
+    if (skip_applies(hook, s))
+      vl_derive(vl, "operations", skip_names[s], (int64_t)now->skipped[s]);
+  double sum = (double)dsum;
+  for (int i = 0; i < cfg.npct; i++)
+    vl_gauge(vl, "latency", pct_names[i],
+             n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
+  vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
+  /* SampleEvery N: one event in N was timed, so a bucket's rate is its
+   * timed count times N (with auto, the hook's N during the interval). */
+  uint64_t n_int = cfg.sample_every ? (uint64_t)cfg.sample_every : n_used[hook];
+  double scale = (double)n_int;
+  hook_events[hook] +=
+      now->count >= before->count ? now->count - before->count : now->count;
+  if (cfg.buckets && elapsed > 0) {
+    uint64_t coarse[HIST_NBUCKETS];
+    hist_coarse(d, coarse);
+    for (int k = 0; k < HIST_NBUCKETS; k++)
+      vl_gauge(vl, "bucket", bucket_names[k],
+               (double)coarse[k] * scale / elapsed);
+  }
+  /* BucketBounds: cumulative counters kept here, so that they only grow
+   * (a group's counters made again start from zero in the kernel). */
+  for (int b = 0; b < cfg.nbounds; b++) {
+    le[b] += hist_at_or_below(d, cfg.bounds[b]) * n_int;
+    vl_derive(vl, "operations", bound_names[b], (int64_t)le[b]);
+  }
+}
+
+/* By group, then hook: a group's hooks are next to each other, so that it
+ * is looked up and named once per read. */
+static int cmp_gkey(const void *a, const void *b) {
+  const struct nsl_group_key *x = a, *y = b;
+  if (x->group != y->group)
+    return x->group < y->group ? -1 : 1;
+  return x->hook < y->hook ? -1 : x->hook > y->hook;
+}
+
+/* A key and where it is in the batch read: sorted by cmp_gkey (the key
+ * comes first, as in struct group_prev). */
+struct gkey_at {
+  struct nsl_group_key key;
+  size_t at;
+};
+_Static_assert(offsetof(struct gkey_at, key) == 0 &&
+                   offsetof(struct group_prev, key) == 0,
+               "cmp_gkey reads the key at the start");
+
+/* The group's name by the naming rule, and the hash of its path (for
+ * names_unshare()); false when the group is gone. */
+static bool group_name(const struct nsl_group_key *k,
+                       char buf[EBPF_NAME_LEN], uint32_t *hash,
+                       bool *refreshed) {
+  if (cfg.groupby == NSL_GROUP_INTERFACE) {
+    const struct nsl_if_group *g = nsl_ifnames_find(&ifnames, k->group);
+    if (!g || g->gone)
+      return false;
+    memcpy(buf, g->name, EBPF_NAME_LEN);
+    *hash = g->hash;
+    return true;
+  }
+  /* The tree is walked again only when a group is not in it, or is no
+   * longer where the tree says (gone, or moved): not every interval. */
+  const char *rel = cgroup_tree_path(&cgroups, k->group);
+  if (rel && !*refreshed && !cgroup_is(rel, k->group))
+    rel = NULL;
+  if (!rel && !*refreshed) {
+    cgroup_tree_refresh(&cgroups);
+    *refreshed = true;
+    rel = cgroup_tree_path(&cgroups, k->group);
+  }
+  if (!rel)
+    return false; /* the cgroup is gone */
+  cgroup_name(rel, buf);
+  *hash = path_hash(rel);
+  return true;
+}
+
+/* -------------------------------------------- GroupBy cgroup, slots */
+
+/* Add the slots' counts to this interval's (hook, group) entries: a
+ * (hook, cgroup) pair with an entry in the hash, or with any event in its
+ * slot. *cur has room for n + the slots' rows. Returns the new count. */
+static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
+  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
+  long long top = -1; /* the highest slot in use */
+  for (size_t u = 0; u < cgslots.nused; u++)
+    if ((long long)cgslots.used[u].slot > top)
+      top = cgslots.used[u].slot;
+  if (top < 0)
+    return n;
+  /* One batched read of the rows up to the highest slot in use (a lookup
+   * per slot and hook cost ~3 us each: 0.5 ms for 50 cgroups x 3 hooks);
+   * one lookup per row where batches are not supported. */
+  __u32 want = (__u32)(top + 1) * nwanted_pos, got = 0;
+  __u32 *keys = malloc(want * sizeof(*keys));
+  size_t vbytes = (size_t)want * ncpus * sizeof(struct nsl_slot_hist);
+  struct nsl_slot_hist *v =
+      malloc(vbytes <= ((size_t)4 << 20) ? vbytes : ncpus * sizeof(*v));
+  struct nsl_hist *per = calloc((size_t)ncpus, sizeof(*per));
+  bool batched = false;
+  /* Past 4 MiB of values (many slots on many CPUs) the rows are read one
+   * by one rather than holding all of them at once. */
+  if (keys && v && per &&
+      vbytes <= ((size_t)4 << 20)) {
+    __u32 out_batch = 0, count = want;
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    int err = bpf_map_lookup_batch(fd, NULL, &out_batch, keys, v, &count, &bo);
+    if (!err || errno == ENOENT) {
+      batched = true;
+      got = count;
+    }
+  }
+  size_t n0 = n;
+  for (long long i = 0; v && per && i <= top; i++) {
+    if (!cgslots.slot[i].id)
+      continue;
+    for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+      if (!hooks[h].wanted || hooks[h].flavour < 0)
+        continue;
+      __u32 k = (__u32)i * nwanted_pos + hook_pos[h];
+      const struct nsl_slot_hist *row;
+      if (batched) {
+        if (k >= got || keys[k] != k)
+          continue;
+        row = &v[(size_t)k * ncpus];
+      } else {
+        if (bpf_map_lookup_elem(fd, &k, v) != 0)
+          continue;
+        row = v;
+      }
+      for (int c = 0; c < ncpus; c++)
+        per[c] = row[c].h;
+      struct group_prev e = {.key = {.group = cgslots.slot[i].id, .hook = h}};
+      sum_cpus(per, &e.h);
+      struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
+      if (!p) {
+        if (e.h.count == 0 && /* every timed event is counted */
+            !memcmp(e.h.skipped, (struct nsl_hist){0}.skipped,
+                    sizeof(e.h.skipped)))
+          continue; /* no event yet for this hook */
+        cur[n++] = e;
+        continue;
+      }
+      for (int b = 0; b < NSL_NFINE; b++)
+        p->h.bucket[b] += e.h.bucket[b];
+      p->h.sum_ns += e.h.sum_ns;
+      p->h.count += e.h.count;
+      for (int r = 0; r < NSL_NSKIPS; r++)
+        p->h.skipped[r] += e.h.skipped[r];
+    }
+  }
+  free(keys);
+  free(v);
+  free(per);
+  if (n != n0)
+    qsort(cur, n, sizeof(*cur), cmp_gkey);
+  return n;
+}
+
+/* cur->inst: "<hook>-<gname>", kept from the previous interval's p while
+ * the group keeps its name (gname, from group_name()), else made again. */
+static void group_inst(struct group_prev *cur, const struct group_prev *p,
+                       const char *gname) {
+  const char *hook = hook_names[cur->key.hook];
+  size_t hl = strlen(hook);
+  /* The kept name is "<hook>-" + gname: compare instead of formatting. */
+  if (p && p->inst[0] && !strncmp(p->inst + hl + 1, gname, EBPF_NAME_LEN)) {
+    memcpy(cur->inst, p->inst, sizeof(cur->inst));
+    return;
+  }
+  snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
+}
+
+/* The group table one key at a time (bpf_map_get_next_key and a lookup
+ * each): for a kernel or map where batched lookups fail. Returns the
+ * number of entries read into *keys and *vals (grown as needed), or -1. */
+static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
+                                 struct nsl_hist **vals, size_t *cap,
+                                 size_t vsize) {
+  size_t n = 0, max = bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds);
+  struct nsl_group_key k, next;
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0 && n <= max) {
+    first = false;
+    k = next;
+    if (n == *cap) {
+      struct nsl_group_key *k2 = realloc(*keys, 2 * *cap * sizeof(**keys));
+      if (!k2)
+        return -1;
+      *keys = k2;
+      struct nsl_hist *v2 = realloc(*vals, 2 * *cap * vsize);
+      if (!v2)
+        return -1;
+      *vals = v2;
+      *cap *= 2;
+    }
+    if (bpf_map_lookup_elem(fd, &next, (char *)*vals + n * vsize) == 0)
+      (*keys)[n++] = next; /* else deleted meanwhile */
+  }
+  return (ssize_t)n;
+}
+
+static void read_grouped(double elapsed) {
+  struct timespec now_ts;
+  nsl_slots_tick(&cgslots, now_mono(&now_ts));
+  int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
+  size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
+  size_t cap = 256, n = 0;
+  struct nsl_group_key *keys = malloc(cap * sizeof(*keys));
+  struct nsl_hist *vals = malloc(cap * vsize);
+  if (!keys || !vals)
+    goto out;
+  /* Batched read; one key at a time where that fails (any error but the
+   * end of the map or a bucket bigger than the room left). When both fail,
+   * this interval's grouped values are left out and the last ones kept as
+   * they are, so that the next interval's counters go on from them (a
+   * group read only in part would go backwards). */
+  __u32 out_batch = 0;
+  bool first = true, grow = false;
+  static bool warned_batch;
+  bool batch = !getenv("EBPF_TEST_NO_BATCH");
+  if (!batch && !warned_batch)
+    E_INFO("netstacklat: EBPF_TEST_NO_BATCH: reading the group table one "
+           "key at a time.");
+  warned_batch = warned_batch || !batch;
+  for (;;) {
+    if (!batch) {
+      ssize_t r = read_grouped_keys(fd, &keys, &vals, &cap, vsize);
+      if (r < 0) {
+        E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
+                  "this interval's grouped values are left out.",
+                  ERRSTR(errno));
+        goto out;
+      }
+      n = (size_t)r;
+      break;
+    }
+    if (n == cap || grow) {
+      cap *= 2;
+      grow = false;
+      struct nsl_group_key *k2 = realloc(keys, cap * sizeof(*keys));
+      if (!k2)
+        goto out;
+      keys = k2;
+      struct nsl_hist *v2 = realloc(vals, cap * vsize);
+      if (!v2)
+        goto out;
+      vals = v2;
+    }
+    __u32 count = (__u32)(cap - n);
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    int err = bpf_map_lookup_batch(fd, first ? NULL : &out_batch, &out_batch,
+                                   keys + n, (char *)vals + n * vsize, &count,
+                                   &bo);
+    first = false;
+    n += count;
+    if (err) {
+      if (errno == ENOENT)
+        break; /* end of map */
+      if (errno == ENOSPC) { /* a hash bucket bigger than the room left */
+        grow = true;
+        continue;
+      }
+      if (!warned_batch)
+        E_INFO("netstacklat: batched lookups of the group table failed (%s): "
+               "reading it one key at a time.",
+               ERRSTR(errno));
+      warned_batch = true;
+      batch = false;
+      n = 0;
+      continue;
+    }
+  }
+
+  bool slots = cgslots.slot != NULL;
+  size_t room = n + (slots ? cgslots.nused * NSL_NHOOKS : 0);
+  struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
+  /* Sort (key, index) pairs, not the ~400-byte entries. */
+  struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
+  if (!cur || !order) {
+    free(cur);
+    free(order);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    order[i] = (struct gkey_at){keys[i], i};
+  qsort(order, n, sizeof(*order), cmp_gkey);
+  for (size_t i = 0; i < n; i++) {
+    cur[i].key = order[i].key;
+    sum_cpus((struct nsl_hist *)((char *)vals + order[i].at * vsize),
+             &cur[i].h);
+  }
+  free(order);
+  if (slots)
+    n = cg_slots_merge(cur, n);
+  if (cfg.groupby == NSL_GROUP_INTERFACE) {
+    uint64_t *groups = malloc((n ? n : 1) * sizeof(*groups));
+    for (size_t i = 0; groups && i < n; i++)
+      groups[i] = cur[i].key.group;
+    nsl_ifnames_refresh(&ifnames, groups, groups ? n : 0);
+    free(groups);
+  }
+  /* Every group is named before any is dispatched: two groups that the
+   * naming rule names alike (foo-bar.service and foo_bar.service; with
+   * NetworkNamespace "all", namespace x's eth0 and an interface x_eth0)
+   * are told apart by the hashes of their paths (names_unshare()). */
+  size_t ng = 0;
+  for (size_t i = 0; i < n; i++)
+    ng += i == 0 || cur[i].key.group != cur[i - 1].key.group;
+  struct gname_of {
+    char name[EBPF_NAME_LEN];
+    bool named; /* false: the group is gone */
+  } *gs = malloc((ng ? ng : 1) * sizeof(*gs));
+  struct name_use *gu = malloc((ng ? ng : 1) * sizeof(*gu));
+  if (!gs || !gu) {
+    free(gs);
+    free(gu);
+    free(cur);
+    goto out;
+  }
+  bool refreshed = false;
+  size_t nu = 0;
+  for (size_t i = 0, g = 0; i < n; i++) {
+    if (i && cur[i].key.group == cur[i - 1].key.group)
+      continue;
+    uint32_t hash = 0;
+    gs[g].named = group_name(&cur[i].key, gs[g].name, &hash, &refreshed);
+    if (gs[g].named)
+      gu[nu++] = (struct name_use){gs[g].name, hash};
+    g++;
+  }
+  size_t shared = names_unshare(gu, nu);
+  if (shared != groups_shared) {
+    if (shared)
+      E_INFO("netstacklat: %zu groups have a name that the naming rule "
+             "gives to another group too: each of them is named "
+             "<name>_<hash of its path> while they share it.",
+             shared);
+    else
+      E_INFO("netstacklat: no two groups share a name any more.");
+    groups_shared = shared;
+  }
+  free(gu);
+  size_t kept = 0;
+  const char *gname = NULL;
+  bool named = false; /* gname is cur[i]'s group's, when it has one */
+  for (size_t i = 0, g = 0; i < n; i++) {
+    if (i == 0 || cur[i].key.group != cur[i - 1].key.group) {
+      named = gs[g].named;
+      gname = gs[g].name;
+      g++;
+    }
+    if (cur[i].key.hook >= NSL_NHOOKS)
+      continue;
+    struct group_prev *p =
+        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+    if (!named) {
+      /* The group is gone: free its slot for new groups, and forget its
+       * counters (a group made again later starts from zero). */
+      bpf_map_delete_elem(fd, &cur[i].key);
+      if (slots)
+        nsl_slot_free(&cgslots, cur[i].key.group);
+      continue;
+    }
+    /* A cgroup still known by its path: a slot for its events. */
+    if (slots && cgroup_tree_path(&cgroups, cur[i].key.group))
+      nsl_slot_give(&cgslots, cur[i].key.group);
+    group_inst(&cur[i], p, gname);
+    static const struct nsl_hist zero;
+    value_list_t vl;
+    vl_prepare(&vl, FEATURE, cur[i].inst);
+    if (p)
+      memcpy(cur[i].le, p->le, sizeof(cur[i].le));
+    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
+             cur[i].le);
+    cur[kept++] = cur[i]; /* still sorted */
+  }
+  free(gs);
+  free(gprev);
+  gprev = cur;
+  ngprev = kept;
+out:
+  free(keys);
+  free(vals);
+}
+
+/* ---------------------------------------------- SampleEvery auto */
+
+/* The cost of an event to the plugin's programs when BPF run statistics
+ * are off, calibrated with make bench's per_packet section on the
+ * project's machine (docs/performance.md): an untimed event about 65 ns
+ * and a timed one about 100 ns, each program's entry included; rounded
+ * up. With statistics on, the measured run time replaces the untimed
+ * part. */
+#define AUTO_UNTIMED_NS 70.0
+#define AUTO_TIMED_EXTRA_NS 40.0
+#define AUTO_MAX_N 65536u
+
+/* The run time of our loaded programs so far (0 while BPF statistics are
+ * off: kernel.bpf_stats_enabled, or BPFStats true). */
+static uint64_t programs_run_ns(void) {
+  uint64_t sum = 0;
+  struct bpf_program *p;
+  bpf_object__for_each_program(p, skel->obj) {
+    struct bpf_prog_info info;
+    if (loader_prog_info(p, &info) == 0)
+      sum += info.run_time_ns;
+  }
+  return sum;
+}
+
+/* Every interval: each hook's N for the next one, a power of two, as
+ * small as keeps the programs' estimated time within 90% of CostBudget
+ * (room for the rates' swings): N of the hook with the most timed time
+ * doubled first. The untimed part (every event's count, filters, and the
+ * programs' entries) is what no N removes: when even N = 65536 leaves the
+ * estimate above the budget, one WARNING says so (and one INFO when it is
+ * kept again). A lower N is taken only while the estimate stays well
+ * within the budget (at once below 70% of it, by halves below 80%), so
+ * that N does not flap. */
+static void sample_auto(double elapsed) {
+  uint64_t run = programs_run_ns();
+  uint64_t dr = run >= auto_run_ns ? run - auto_run_ns : 0;
+  auto_run_ns = run;
+  if (elapsed <= 0)
+    return;
+  double rate[NSL_NHOOKS] = {0}, timed = 0, fixed = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    rate[h] = (double)hook_events[h] / elapsed;
+    timed += rate[h] * AUTO_TIMED_EXTRA_NS / n_used[h];
+    fixed += rate[h] * AUTO_UNTIMED_NS;
+  }
+  if (dr > 0) {
+    /* Measured: what the programs took, less the timed part the model
+     * gives the interval's N. */
+    fixed = (double)dr / elapsed - timed;
+    if (fixed < 0)
+      fixed = 0;
+  }
+  double budget = cfg.cost_budget / 100.0 * 1e9; /* ns per second */
+  uint32_t n[NSL_NHOOKS];
+  double cost = fixed;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    n[h] = 1;
+    cost += rate[h] * AUTO_TIMED_EXTRA_NS;
+  }
+  while (cost > 0.9 * budget) {
+    int best = -1;
+    for (int h = 0; h < NSL_NHOOKS; h++)
+      if (rate[h] > 0 && n[h] < AUTO_MAX_N &&
+          (best < 0 || rate[h] / n[h] > rate[best] / n[best]))
+        best = h;
+    if (best < 0)
+      break;
+    cost -= rate[best] * AUTO_TIMED_EXTRA_NS / n[best] / 2;
+    n[best] *= 2;
+  }
+  bool over = cost > budget;
+  if (over && !auto_over)
+    E_WARNING(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU cannot "
+              "be kept by sampling: what every event costs, timed or not, "
+              "is already %.3f%%; every hook with events is at N %u.",
+              cfg.cost_budget, fixed / 1e7, AUTO_MAX_N);
+  else if (!over && auto_over)
+    E_INFO(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU is kept "
+           "again.", cfg.cost_budget);
+  auto_over = over;
+  /* Lower N only well within the budget. */
+  uint32_t next[NSL_NHOOKS];
+  bool lower = false;
+  double c_next = fixed, c_half = fixed;
+  uint32_t half[NSL_NHOOKS];
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    uint32_t cur = n_used[h];
+    next[h] = n[h];
+    half[h] = n[h] >= cur ? n[h] : (cur / 2 > n[h] ? cur / 2 : n[h]);
+    if (n[h] < cur)
+      lower = true;
+    c_next += rate[h] * AUTO_TIMED_EXTRA_NS / next[h];
+    c_half += rate[h] * AUTO_TIMED_EXTRA_NS / half[h];
+  }
+  if (lower && c_next > 0.7 * budget) {
+    bool halves = c_half <= 0.8 * budget;
+    c_next = fixed;
+    for (int h = 0; h < NSL_NHOOKS; h++) {
+      if (next[h] < n_used[h])
+        next[h] = halves ? half[h] : n_used[h];
+      c_next += rate[h] * AUTO_TIMED_EXTRA_NS / next[h];
+    }
+  }
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0 || next[h] == n_used[h])
+      continue;
+    E_INFO(FEATURE ": SampleEvery auto: hook %s: N %u -> %u (%.0f events/s; "
+           "the programs' estimated time %.3f%% of a CPU, CostBudget %g%%).",
+           hook_names[h], n_used[h], next[h], rate[h], c_next / 1e7,
+           cfg.cost_budget);
+    skel->bss->sample_n[h] = next[h];
+    n_used[h] = next[h];
+  }
+}
+
+static int netstacklat_read(void) {
+  if (!skel)
+    return -1;
+  struct timespec ts;
+  double t = now_mono(&ts);
+  double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
+  last_read = ts;
+  set_clock_offset();
+  /* GroupBy cgroup walks the tree only when it meets a group it cannot
+   * name (group_name()); the hash-way Cgroup filter needs it every
+   * interval. */
+  if (cgf.hash)
+    cgroup_tree_refresh(&cgroups);
+  if (cfg.ncgroups)
+    nsl_cgf_refresh(&cgf, &cgroups, true);
+  nsl_iff_refresh(&iff, false);
+
+  int fd = bpf_map__fd(skel->maps.netstacklat_seconds);
+  struct nsl_hist *percpu = calloc((size_t)ncpus, sizeof(*percpu));
+  if (!percpu)
+    return -1;
+  for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    if (bpf_map_lookup_elem(fd, &h, percpu) != 0)
+      continue;
+    struct nsl_hist now;
+    sum_cpus(percpu, &now);
+    if (cfg.groupby == NSL_GROUP_NONE)
+      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed, prev_le[h]);
+    else if (now.skipped[NSL_SKIP_MAP_FULL]) {
+      if (!warned_map_full)
+        E_WARNING("netstacklat: hook %s: the group table is full "
+                  "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
+                  "shared by the hooks); events of further groups are only "
+                  "counted as operations-skipped-map_full. Raise MaxGroups.",
+                  hook_names[h], cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds) /
+                      (unsigned)cfg.max_groups,
+                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds));
+      warned_map_full = true;
+      submit_derive(FEATURE, hook_names[h], "operations",
+                    skip_names[NSL_SKIP_MAP_FULL],
+                    (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
+    }
+    prev[h] = now;
+  }
+  free(percpu);
+  if (cfg.groupby != NSL_GROUP_NONE)
+    read_grouped(elapsed);
+  if (outlier_rb)
+    read_outliers();
+  /* The N the interval's values were made with (fixed, or auto's); not
+   * without sampling (SampleEvery 1, the default: the programs have no
+   * sampling code), which keeps the shipped snippet within its 100 values
+   * per interval (test_run). */
+  for (__u32 h = 0; h < NSL_NHOOKS && cfg.sample_every != 1; h++) {
+    if (hooks[h].flavour < 0)
+      continue;
+    char inst[DATA_MAX_NAME_LEN];
+    snprintf(inst, sizeof(inst), "%s-%s", FEATURE, hook_names[h]);
+    submit_gauge(PLUGIN_NAME, inst, "gauge", "sample_every", (double)n_used[h]);
+  }
+  if (cfg.sample_every == 0)
+    sample_auto(elapsed);
+  memset(hook_events, 0, sizeof(hook_events));
+  return 0;
+}
+
+static void netstacklat_shutdown(void) {
+  loader_detach(hooks, NSL_NHOOKS);
+  ring_buffer__free(outlier_rb);
+  outlier_rb = NULL;
+  if (skel)
+    netstacklat_bpf__destroy(skel);
+  skel = NULL;
+  if (ts_sock >= 0)
+    close(ts_sock);
+  ts_sock = -1;
+  free(gprev);
+  gprev = NULL;
+  ngprev = 0;
+  groups_shared = 0;
+  nsl_ifnames_free(&ifnames);
+  nsl_iff_free(&iff);
+  warned_map_full = false;
+  cgroup_tree_free(&cgroups);
+  nsl_cgf_free(&cgf);
+  nsl_slots_free(&cgslots);
+  cfg_free_list(cfg.cgroups);
+  cfg_free_list(cfg.ifaces);
+  free(cfg.netns);
+  memset(&cfg, 0, sizeof(cfg));
+  cfg_defaults();
+}
+
+static struct bpf_object *netstacklat_object(void) {
+  return skel ? skel->obj : NULL;
+}
+
+static int netstacklat_config_entry(const oconfig_item_t *ci) {
+  static bool defaults_set;
+  if (!defaults_set) {
+    cfg_defaults();
+    defaults_set = true;
+  }
+  int st = netstacklat_config(ci);
+  for (int i = 0; i < cfg.npct; i++)
+    pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
+  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
+    hist_bucket_name(k, bucket_names[k], sizeof(bucket_names[k]));
+  for (int b = 0; b < cfg.nbounds; b++)
+    snprintf(bound_names[b], sizeof(bound_names[b]), "le_%llu",
+             (unsigned long long)cfg.bounds[b]);
+  for (__u32 h = 0; h < NSL_NHOOKS; h++)
+    vl_prepare(&hook_vl[h], FEATURE, hook_names[h]);
+  return st;
+}
+
+/* ----------------------------------- tcp_window's sk_data_ready work */
+
+int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum) {
+  if (!skel || !threshold ||
+      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour != FLAVOUR_TP)
+    return -ENOENT;
+  skel->bss->tcpw_netns = netns_inum;
+  /* The namespace before the switch: the program reads it after. */
+  __atomic_store_n(&skel->bss->tcpw_threshold, threshold, __ATOMIC_RELEASE);
+  return 0;
+}
+
+struct bpf_map *netstacklat_tcp_window_map(void) {
+  return skel && skel->bss->tcpw_threshold ? skel->maps.netstacklat_tcpw_wakeups
+                                           : NULL;
+}
+
+void netstacklat_unserve_tcp_window(void) {
+  if (skel)
+    __atomic_store_n(&skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
+}
+
+int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd) {
+  const struct hook_state *h = &hooks[NSL_TCP_SOCKET_ENQUEUED];
+  if (!skel || h->flavour < 0 || h->nlinks == 0)
+    return -ENOENT;
+  skel->bss->tcpw_mark_netns = netns_inum;
+  *marks_fd = bpf_map__fd(skel->maps.netstacklat_tcpw_marks);
+  return 0;
+}
+
+int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
+  if (!skel)
+    return -ENOENT;
+  /* The namespace before the first epoch: the program reads it after. */
+  __atomic_store_n(&skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
+  *lost = __atomic_load_n(&skel->bss->tcpw_marks_lost, __ATOMIC_RELAXED);
+  return 0;
+}
+
+void netstacklat_unserve_stalled(void) {
+  if (skel)
+    __atomic_store_n(&skel->bss->tcpw_epoch, 0, __ATOMIC_RELEASE);
+}
+
+const struct ebpf_feature feature_netstacklat = {
+    .block = "Netstacklat",
+    .name = FEATURE,
+    .config = netstacklat_config_entry,
+    .init = netstacklat_init,
+    .read = netstacklat_read,
+    .shutdown = netstacklat_shutdown,
+    .bpf_object = netstacklat_object,
+};

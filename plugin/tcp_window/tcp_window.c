@@ -1,0 +1,1454 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* tcp_window: TCP receive-window clamps (BPF), TCP memory against
+ * net.ipv4.tcp_mem, and stalled receivers (sock_diag). The three parts start
+ * and fail independently; docs/tcp_window.md is the metric reference. */
+#define _GNU_SOURCE 1
+#include "core/ebpf.h"
+#include "common/loader.h"
+#include "common/netns.h"
+#include "tcp_window/tcp_window.h"
+#include "tcp_window.skel.h"
+#include "common/owners.h"
+#include "tcp_window_iter.skel.h"
+#include "tcp_window/parse.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FEATURE "tcp_window"
+#define BLOCK "WindowClamp"
+
+static struct {
+  long long threshold;
+  double stalled_after;
+  bool clamps, transitions, tcp_memory, stalled;
+  bool stalled_notify; /* a notification per socket that stalls and ends */
+  char *netns; /* path of a network namespace file, or NULL */
+} cfg;
+
+static void cfg_defaults(void) {
+  free(cfg.netns);
+  cfg.threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
+  cfg.stalled_after = 60;
+  cfg.clamps = cfg.tcp_memory = cfg.stalled = true;
+  cfg.stalled_notify = true;
+  /* Off by default: its sk_storage work takes the tracepoint flavour from
+   * ~1.3x to ~2.2x an empty program (docs/tcp_window.md). */
+  cfg.transitions = false;
+  cfg.netns = NULL;
+}
+
+/* ---------------------------------------------------------------- config */
+
+static int tcp_window_config(const oconfig_item_t *ci) {
+  int errors = 0;
+  bool seen_thr = false, seen_sa = false, seen_cl = false, seen_tm = false,
+       seen_st = false, seen_ns = false, seen_tr = false, seen_sn = false;
+  cfg_defaults();
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    int st;
+    if (strcasecmp(c->key, "Threshold") == 0)
+      /* rcv_ssthresh is a u32 */
+      st = cfg_once(c, &seen_thr) ||
+           cfg_int_range(c, 1, UINT32_MAX, &cfg.threshold);
+    else if (strcasecmp(c->key, "StalledAfter") == 0)
+      /* tcpi_last_data_recv is u32 milliseconds */
+      st = cfg_once(c, &seen_sa) ||
+           cfg_seconds(c, 0.001, UINT32_MAX / 1000, &cfg.stalled_after);
+    else if (strcasecmp(c->key, "Clamps") == 0)
+      st = cfg_once(c, &seen_cl) || cfg_bool(c, &cfg.clamps);
+    else if (strcasecmp(c->key, "ClampTransitions") == 0)
+      st = cfg_once(c, &seen_tr) || cfg_bool(c, &cfg.transitions);
+    else if (strcasecmp(c->key, "TcpMemory") == 0)
+      st = cfg_once(c, &seen_tm) || cfg_bool(c, &cfg.tcp_memory);
+    else if (strcasecmp(c->key, "StalledReceivers") == 0)
+      st = cfg_once(c, &seen_st) || cfg_bool(c, &cfg.stalled);
+    else if (strcasecmp(c->key, "StalledNotifications") == 0)
+      st = cfg_once(c, &seen_sn) || cfg_bool(c, &cfg.stalled_notify);
+    else if (strcasecmp(c->key, "NetworkNamespace") == 0)
+      st = cfg_once(c, &seen_ns) || cfg_string(c, &cfg.netns);
+    else
+      st = cfg_unknown(c, BLOCK);
+    if (st)
+      errors++;
+  }
+  if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
+    E_ERROR("option \"NetworkNamespace\" \"all\" in block <" BLOCK "> "
+            "needs \"StalledReceivers false\": sock_diag reads one "
+            "namespace at a time; or name one namespace.");
+    errors++;
+  }
+  if (!errors && !cfg.clamps && !cfg.tcp_memory && !cfg.stalled) {
+    E_ERROR("block <" BLOCK "> has Clamps, TcpMemory and StalledReceivers "
+            "all false: nothing to read.");
+    errors++;
+  }
+  if (!errors && seen_sn && cfg.stalled_notify && !cfg.stalled) {
+    E_ERROR("option \"StalledNotifications\" true in block <" BLOCK "> "
+            "needs StalledReceivers true.");
+    errors++;
+  }
+  return errors ? -1 : 0;
+}
+
+/* ----------------------------------------------------------------- state */
+
+static struct tcp_window_bpf *skel;
+static uint32_t netns_ino; /* BPF filter; 0: all */
+
+static const struct hook_def clamp_hook = {
+    .name = "clamps",
+    .progs = {HOOK_PROG(tcp_window_bpf, tcp_window_fexit),
+              HOOK_PROG(tcp_window_bpf, tcp_window_sk_data_ready),
+              HOOK_PROG(tcp_window_bpf, tcp_window_kprobe),
+              HOOK_PROG(tcp_window_bpf, tcp_window_kretprobe)},
+};
+static struct hook_state hooks[1] = {{.def = &clamp_hook}};
+static bool clamps_on;
+
+static int mem_fd_sockstat = -1, mem_fd_tcp_mem = -1;
+static bool tcp_memory_on;
+static long page_size;
+
+static int diag_fd = -1;
+static uint32_t diag_seq;
+static bool stalled_on;
+static unsigned char *diag_buf;
+/* The stalled-receiver scan through the BPF iterator, when it loads. */
+static struct tcp_window_iter_bpf *iskel;
+static struct bpf_link *iter_link; /* set: the scan is the iterator's */
+static int iter_netns_fd = -1;      /* a named namespace to create it in */
+#define DIAG_BUF_SIZE (64 * 1024)
+/* Longest wait for one reply datagram: the kernel answers a dump of 10,000
+ * sockets in ~15 ms, so a second means it will not answer; collectd's read
+ * thread must not hang on it. */
+#define DIAG_RECV_TIMEOUT_S 1
+
+/* ---------------------------------------------------------------- clamps */
+
+static struct bpf_object *clamps_open(void *ctx, void **skel_out) {
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  skel = tcp_window_bpf__open_opts(&opts);
+  if (!skel)
+    return NULL;
+  *skel_out = skel;
+  skel->rodata->targ_threshold = (__u32)cfg.threshold;
+  skel->rodata->targ_netns = netns_ino;
+  skel->rodata->targ_transitions = cfg.transitions;
+  /* The empty twin exists only to measure the tracepoint's floor. */
+  bpf_program__set_autoload(skel->progs.tcp_window_empty, false);
+  return skel->obj;
+}
+
+static int clamps_load(void *ctx) { return tcp_window_bpf__load(skel); }
+
+static void clamps_destroy(void *ctx) {
+  tcp_window_bpf__destroy(skel);
+  skel = NULL;
+}
+
+/* Clamped wakeups counted by netstacklat's sk_data_ready program
+ * (netstacklat_serve_tcp_window()): ours is then detached. */
+static bool served;
+
+static int clamps_init(void) {
+  struct loader_ops ops = {.open = clamps_open,
+                           .load = clamps_load,
+                           .destroy = clamps_destroy};
+  hooks[0].wanted = true;
+  int n = loader_run(FEATURE, &ops, hooks, 1);
+  if (n <= 0) {
+    if (skel)
+      clamps_destroy(NULL);
+    E_WARNING(FEATURE ": clamps are not counted on this kernel (see above).");
+    return n < 0 ? n : -ENOTSUP;
+  }
+  /* One program on sk_data_ready for both features: each program there
+   * costs every packet its entry (docs/performance.md). ClampTransitions
+   * keeps ours (its socket storage is this object's). */
+  served = hooks[0].flavour == FLAVOUR_TP && !cfg.transitions &&
+           netstacklat_serve_tcp_window((uint32_t)cfg.threshold, netns_ino) == 0;
+  if (served) {
+    loader_unlink(&hooks[0]);
+    E_INFO(FEATURE ": clamped wakeups are counted by netstacklat's "
+                   "sk_data_ready program (one program on the tracepoint "
+                   "for both features); tcp_window's own is not attached.");
+  }
+  return 0;
+}
+
+/* Sum of a one-slot per-CPU counter map. */
+static int percpu_sum(struct bpf_map *map, uint64_t *sum) {
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0)
+    return -EINVAL;
+  uint64_t vals[ncpu];
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(map), &zero, vals) != 0)
+    return -errno;
+  *sum = 0;
+  for (int i = 0; i < ncpu; i++)
+    *sum += vals[i];
+  return 0;
+}
+
+/* The identity of every tcp_window value (plugin "tcp_window", no
+ * plugin_instance), made once. */
+static value_list_t *tw_vl(void) {
+  static value_list_t vl;
+  static bool ready;
+  if (!ready) {
+    vl_prepare(&vl, FEATURE, "");
+    ready = true;
+  }
+  return &vl;
+}
+
+static void clamps_read(void) {
+  uint64_t v;
+  /* One meaning per name: only the fexit and kprobe flavours count the
+   * reference (tcp_try_rmem_schedule() returned with rcv_ssthresh below
+   * Threshold). No tracepoint fires there, so the tracepoint flavour counts
+   * sk_data_ready events of clamped sockets, under its own name
+   * (docs/tcp_window.md). */
+  if (hooks[0].flavour == FLAVOUR_TP) {
+    struct bpf_map *m = served ? netstacklat_tcp_window_map()
+                               : skel->maps.tcp_window_clamped_wakeups_total;
+    if (m && percpu_sum(m, &v) == 0)
+      vl_derive(tw_vl(), "operations", "clamped_wakeups", (int64_t)v);
+  } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
+    vl_derive(tw_vl(), "operations", "clamps", (int64_t)v);
+  }
+  /* The kprobe flavour has no sk_storage, so no transitions. */
+  if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
+      percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
+    vl_derive(tw_vl(), "operations", "clamp_transitions", (int64_t)v);
+}
+
+/* ------------------------------------------------------------ tcp memory */
+
+static int pread_all(int fd, char *buf, size_t len, size_t *got) {
+  ssize_t n = pread(fd, buf, len, 0);
+  if (n < 0)
+    return -errno;
+  *got = (size_t)n;
+  return 0;
+}
+
+static void tcp_memory_read(void) {
+  char buf[1024];
+  size_t n = 0;
+  uint64_t used, lim[3];
+  int err = pread_all(mem_fd_sockstat, buf, sizeof(buf), &n);
+  if (!err)
+    err = sockstat_tcp_mem(buf, n, &used);
+  if (err) {
+    E_WARNING(FEATURE ": /proc/net/sockstat: %s", ERRSTR(err));
+    return;
+  }
+  /* Re-read every interval: the sysctl can change at any time. */
+  err = pread_all(mem_fd_tcp_mem, buf, sizeof(buf), &n);
+  if (!err)
+    err = tcp_mem_parse(buf, n, lim);
+  if (err) {
+    E_WARNING(FEATURE ": /proc/sys/net/ipv4/tcp_mem: %s", ERRSTR(err));
+    return;
+  }
+  double ps = (double)page_size;
+  vl_gauge(tw_vl(), "memory", "tcp_in_use", (double)used * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_low", (double)lim[0] * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_pressure", (double)lim[1] * ps);
+  vl_gauge(tw_vl(), "memory", "tcp_mem_max", (double)lim[2] * ps);
+  /* Above 100 means the host is past the threshold: stock `percent` stops
+   * at 100.1, so these use `gauge` (U:U) and are never clipped. */
+  vl_gauge(tw_vl(), "gauge", "tcp_mem_pressure_percent",
+               lim[1] ? 100.0 * (double)used / (double)lim[1] : NAN);
+  vl_gauge(tw_vl(), "gauge", "tcp_mem_max_percent",
+               lim[2] ? 100.0 * (double)used / (double)lim[2] : NAN);
+}
+
+static int tcp_memory_init(void) {
+  page_size = sysconf(_SC_PAGESIZE);
+  mem_fd_sockstat = open("/proc/net/sockstat", O_RDONLY | O_CLOEXEC);
+  int err = mem_fd_sockstat < 0 ? -errno : 0;
+  if (!err) {
+    mem_fd_tcp_mem = open("/proc/sys/net/ipv4/tcp_mem", O_RDONLY | O_CLOEXEC);
+    err = mem_fd_tcp_mem < 0 ? -errno : 0;
+  }
+  if (err) {
+    E_WARNING(FEATURE ": TCP memory is not reported: %s", ERRSTR(err));
+    return err;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------ stalled receivers */
+
+/* States in which unread data can sit in the receive queue; LISTEN (whose
+ * rqueue is the accept backlog), TIME_WAIT and request sockets are left
+ * out by the kernel. */
+#define DIAG_STATES                                                            \
+  ((1u << 1) /* ESTABLISHED */ | (1u << 4) /* FIN_WAIT1 */ |                   \
+   (1u << 5) /* FIN_WAIT2 */ | (1u << 8) /* CLOSE_WAIT */ |                    \
+   (1u << 9) /* LAST_ACK */ | (1u << 11) /* CLOSING */)
+
+/* Send one dump request (its nlmsg_seq is `seq`) and walk the replies;
+ * replies to other requests are ignored by the walk. The socket is
+ * connected to the kernel (stalled_init), hence send(). */
+static int diag_request(const void *req, size_t len, uint32_t seq,
+                        uint32_t stalled_ms, struct stall_acc *acc) {
+  if (send(diag_fd, req, len, 0) < 0)
+    return -errno;
+  for (;;) {
+    ssize_t n = recv(diag_fd, diag_buf, DIAG_BUF_SIZE, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      /* SO_RCVTIMEO expired */
+      return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+    }
+    if (n == 0)
+      return -EPIPE;
+    int st = sockdiag_walk(diag_buf, (size_t)n, seq, stalled_ms, acc);
+    if (st < 0)
+      return st;
+    if (st == 1)
+      return 0;
+  }
+}
+
+static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 r;
+  } req = {
+      .nlh = {.nlmsg_len = sizeof(req),
+              .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+              .nlmsg_seq = ++diag_seq},
+      .r = {.sdiag_family = (uint8_t)family,
+            .sdiag_protocol = IPPROTO_TCP,
+            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
+            .idiag_states = DIAG_STATES},
+  };
+  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
+}
+
+/* The kernel's cost of a dump is the walk of the whole TCP established
+ * hash (sized by RAM, not by the sockets in it), once per request. IPv4
+ * and IPv6 sockets share that hash, and the older TCPDIAG_GETSOCK request
+ * dumps both families in one walk: half the cost of two SOCK_DIAG_BY_FAMILY
+ * dumps (0.89 -> 0.51 ms per read here with a handful of sockets). */
+static int diag_dump_both(uint32_t stalled_ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req r;
+  } req = {
+      .nlh = {.nlmsg_len = sizeof(req),
+              .nlmsg_type = TCPDIAG_GETSOCK,
+              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+              .nlmsg_seq = ++diag_seq},
+      .r = {.idiag_family = AF_UNSPEC,
+            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
+            .idiag_states = DIAG_STATES},
+  };
+  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
+}
+
+/* Drain whatever a failed dump left in the socket. */
+static void diag_drain(void) {
+  while (recv(diag_fd, diag_buf, DIAG_BUF_SIZE, MSG_DONTWAIT) > 0)
+    ;
+}
+
+static bool diag_one_walk = true; /* until the kernel refuses it */
+
+static void st_begin(void);
+
+/* A count starts afresh; the per-socket callback stays, and what it
+ * gathered from an earlier, failed or interrupted, dump is dropped. */
+static void stall_acc_reset(struct stall_acc *acc) {
+  *acc = (struct stall_acc){.each = acc->each, .arg = acc->arg};
+  if (acc->each)
+    st_begin();
+}
+
+/* One whole count of the sockets into *acc. Returns 0 or a negative errno
+ * (after one WARNING). */
+static int iter_count(uint32_t ms, struct stall_acc *acc);
+
+static int walk_count(uint32_t ms, struct stall_acc *acc) {
+  if (iter_link)
+    return iter_count(ms, acc);
+  if (diag_one_walk) {
+    stall_acc_reset(acc);
+    int err = diag_dump_both(ms, acc);
+    if (err == 0)
+      return 0;
+    diag_drain();
+    if (err == -ETIMEDOUT) {
+      E_WARNING(FEATURE ": no sock_diag reply within %d s; stalled receivers "
+                "are not reported for this interval.",
+                DIAG_RECV_TIMEOUT_S);
+      return err;
+    }
+    diag_one_walk = false;
+    E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
+           "dump per address family.",
+           ERRSTR(err));
+  }
+  stall_acc_reset(acc);
+  static const int fams[] = {AF_INET, AF_INET6};
+  for (size_t i = 0; i < 2; i++) {
+    int err = diag_dump(fams[i], ms, acc);
+    if (err == -ENOENT && fams[i] == AF_INET6)
+      continue; /* kernel without IPv6 */
+    if (err) {
+      E_WARNING(FEATURE ": sock_diag dump (%s) failed: %s",
+                fams[i] == AF_INET ? "IPv4" : "IPv6", ERRSTR(err));
+      diag_drain();
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------ stalled receivers: BPF iterator */
+
+/* The preferred scan (bpf/tcp_window/iter.bpf.c): the kernel walks the
+ * namespace's TCP sockets and hands on only those with unread data or
+ * tracked by the notifications, so the read's cost follows them; sock_diag
+ * (above), which hands on every socket, is the fallback. */
+
+static void iter_free(void) {
+  bpf_link__destroy(iter_link);
+  iter_link = NULL;
+  tcp_window_iter_bpf__destroy(iskel);
+  iskel = NULL;
+  if (iter_netns_fd >= 0)
+    close(iter_netns_fd);
+  iter_netns_fd = -1;
+}
+
+/* Load and attach the iterator; on failure *why says what failed. */
+static int iter_init(const struct netns *ns, char *why, size_t len) {
+  int err = 0;
+  const char *step = "open";
+  LIBBPF_OPTS(bpf_object_open_opts, opts,
+              .btf_custom_path = ebpf_global.btf_path);
+  iskel = tcp_window_iter_bpf__open_opts(&opts);
+  if (!iskel) {
+    err = -errno;
+    goto fail;
+  }
+  if ((err = tcp_window_iter_bpf__load(iskel)) != 0) {
+    step = err == -EPERM ? "load (needs CAP_BPF and CAP_PERFMON)"
+                         : "load (needs iter/tcp, bpf_get_socket_cookie in "
+                           "tracing programs (5.12) and the kernel's "
+                           "CONFIG_HZ from its config)";
+    goto fail;
+  }
+  step = "attach";
+  iter_link = bpf_program__attach_iter(iskel->progs.tcp_window_scan, NULL);
+  if (!iter_link) {
+    err = -errno;
+    goto fail;
+  }
+  if (ns->kind == NETNS_NAMED) {
+    step = "open the namespace";
+    iter_netns_fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+    if (iter_netns_fd < 0) {
+      err = -errno;
+      goto fail;
+    }
+  }
+  return 0;
+fail:
+  snprintf(why, len, "%s: %s", step, ERRSTR(err ? err : -EINVAL));
+  iter_free();
+  return err ? err : -EINVAL;
+}
+
+/* The notifications' tracked sockets, mirrored into the iterator's map.
+ * The map holds as many as st tracks (TCPW_TRACK_MAX), so an update fails
+ * only when out of memory; then a tracked socket that resumes reads as
+ * closed. */
+static void iter_track(uint64_t cookie, bool on) {
+  if (!iter_link)
+    return;
+  int fd = bpf_map__fd(iskel->maps.tcpw_tracked);
+  uint8_t one = 1;
+  if (on)
+    bpf_map_update_elem(fd, &cookie, &one, BPF_ANY);
+  else
+    bpf_map_delete_elem(fd, &cookie);
+}
+
+static void iter_ntracked(size_t n) {
+  if (iter_link)
+    iskel->bss->tcpw_ntracked = (uint32_t)n;
+}
+
+/* One whole scan into *acc: 0 or a negative errno (after one WARNING). */
+static int iter_count(uint32_t ms, struct stall_acc *acc) {
+  int back = -1, err = 0;
+  /* The iterator walks the namespace of the thread that creates it. */
+  if (iter_netns_fd >= 0 && (err = netns_enter_fd(iter_netns_fd, &back)) != 0) {
+    E_WARNING(FEATURE ": cannot enter the namespace %s: %s; stalled receivers "
+              "are not reported for this interval.",
+              cfg.netns, ERRSTR(err));
+    return err;
+  }
+  int fd = bpf_iter_create(bpf_link__fd(iter_link));
+  if (fd < 0)
+    err = -errno;
+  if (back >= 0)
+    netns_leave(back, FEATURE);
+  if (err) {
+    E_WARNING(FEATURE ": cannot start the socket scan: %s", ERRSTR(err));
+    return err;
+  }
+  stall_acc_reset(acc);
+  size_t have = 0;
+  for (;;) {
+    ssize_t n = read(fd, diag_buf + have, DIAG_BUF_SIZE - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? -errno : have ? -EBADMSG : 0;
+      break;
+    }
+    have += (size_t)n;
+    size_t used = scanrec_walk(diag_buf, have, ms, acc);
+    memmove(diag_buf, diag_buf + used, have - used);
+    have -= used;
+  }
+  close(fd);
+  if (err)
+    E_WARNING(FEATURE ": the socket scan failed: %s", ERRSTR(err));
+  return err;
+}
+
+/* ------------------------------------ stalled receivers: marked sockets */
+
+/* While netstacklat's TCP enqueue program runs (any flavour), it announces
+ * every socket of the namespace that is given data, once per scan
+ * (netstacklat_serve_stalled(), bpf/tcp_window/tcp_window.h). A scan then asks
+ * sock_diag about those sockets and the ones that still held unread data
+ * at the last scan, one exact request each, instead of walking every
+ * socket: its cost follows the sockets that receive, and idle sockets cost
+ * nothing. A whole walk (walk_count) seeds the set at the first scan, when
+ * announcements were lost (the ring buffer was full), when the set has
+ * grown past MARKS_MAX (a whole walk is then the cheaper), and every
+ * MARKS_WALK_EVERY_S, a safety net for data that no enqueue program saw
+ * (a socket whose reader set SO_RCVLOWAT, say, is still found). */
+#define MARKS_WALK_EVERY_S 3600
+#define MARKS_MAX 2048
+#define MARKS_BATCH 64 /* exact requests per send(): replies fit rcvbuf */
+
+struct mark_tuple {
+  uint8_t family, pad;
+  uint16_t sport, dport; /* host order; sport is the local port */
+  uint16_t pad2;
+  uint8_t src[16], dst[16];
+};
+
+static struct {
+  bool on;
+  struct ring_buffer *rb;
+  uint32_t epoch;
+  uint64_t lost;          /* netstacklat's count at the last scan */
+  double walk_due;        /* CLOCK_MONOTONIC s of the next whole walk */
+  struct mark_tuple *cand; /* to ask about */
+  size_t ncand, cand_cap;
+  struct mark_tuple *keep; /* this scan's sockets with unread data */
+  size_t nkeep, keep_cap;
+  bool overflow;          /* more than MARKS_MAX announced */
+  /* The notifications' callback, called from marks_each. */
+  void (*each)(const struct diag_sock *s, void *arg);
+  void *arg;
+} mk;
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int tuple_push(struct mark_tuple **v, size_t *n, size_t *cap,
+                      const struct mark_tuple *t) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 64;
+    struct mark_tuple *nv = realloc(*v, c * sizeof(*nv));
+    if (!nv)
+      return -ENOMEM;
+    *v = nv;
+    *cap = c;
+  }
+  (*v)[(*n)++] = *t;
+  return 0;
+}
+
+static int tuple_cmp(const void *a, const void *b) {
+  return memcmp(a, b, sizeof(struct mark_tuple));
+}
+
+/* ring_buffer callback: one announced socket. */
+static int marks_on_rec(void *ctx, void *data, size_t size) {
+  (void)ctx;
+  struct tcpw_mark_rec r;
+  if (size < sizeof(r))
+    return 0;
+  memcpy(&r, data, sizeof(r));
+  if (mk.ncand >= MARKS_MAX) {
+    mk.overflow = true;
+    return 0;
+  }
+  struct mark_tuple t = {.family = r.family, .sport = r.sport,
+                         .dport = r.dport};
+  memcpy(t.src, r.src, sizeof(t.src));
+  memcpy(t.dst, r.dst, sizeof(t.dst));
+  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t))
+    mk.overflow = true;
+  return 0;
+}
+
+/* stall_acc.each during a marked scan or its seeding walk: the sockets
+ * with unread data are asked about again at the next scan. */
+static void marks_each(const struct diag_sock *s, void *arg) {
+  (void)arg;
+  if (s->rqueue > 0) {
+    struct mark_tuple t = {.family = s->family, .sport = s->sport,
+                           .dport = s->dport};
+    memcpy(t.src, s->src, sizeof(t.src));
+    memcpy(t.dst, s->dst, sizeof(t.dst));
+    if (tuple_push(&mk.keep, &mk.nkeep, &mk.keep_cap, &t))
+      mk.overflow = true;
+  }
+  if (mk.each)
+    mk.each(s, mk.arg);
+}
+
+static void marks_free(void) {
+  if (mk.on)
+    netstacklat_unserve_stalled();
+  ring_buffer__free(mk.rb);
+  free(mk.cand);
+  free(mk.keep);
+  mk = (typeof(mk)){0};
+}
+
+/* After stalled_init and netstacklat's init: 0 when the scans can ask
+ * about announced sockets only. */
+static int marks_init(void) {
+  int fd;
+  if (diag_fd < 0)
+    return -ENOTCONN;
+  int err = netstacklat_serve_stalled(netns_ino, &fd);
+  if (err)
+    return err;
+  mk.rb = ring_buffer__new(fd, marks_on_rec, NULL, NULL);
+  if (!mk.rb) {
+    err = -errno;
+    netstacklat_unserve_stalled();
+    return err ? err : -ENOMEM;
+  }
+  mk.on = true;
+  mk.walk_due = 0; /* the first scan is a whole walk */
+  return 0;
+}
+
+/* Ask sock_diag about mk.cand[0..n), MARKS_BATCH at a time, into *acc.
+ * 0 or a negative errno (after one WARNING). */
+static int marks_ask(uint32_t ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 r;
+  } req[MARKS_BATCH];
+  for (size_t at = 0; at < mk.ncand; at += MARKS_BATCH) {
+    uint32_t n = (uint32_t)(mk.ncand - at < MARKS_BATCH ? mk.ncand - at
+                                                          : MARKS_BATCH);
+    uint32_t seq0 = diag_seq + 1;
+    diag_seq += n;
+    memset(req, 0, sizeof(req));
+    for (uint32_t i = 0; i < n; i++) {
+      const struct mark_tuple *t = &mk.cand[at + i];
+      req[i].nlh = (struct nlmsghdr){.nlmsg_len = sizeof(req[i]),
+                                     .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                                     .nlmsg_flags = NLM_F_REQUEST,
+                                     .nlmsg_seq = seq0 + i};
+      req[i].r.sdiag_family = t->family;
+      req[i].r.sdiag_protocol = IPPROTO_TCP;
+      req[i].r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
+      req[i].r.idiag_states = ~0u;
+      req[i].r.id.idiag_sport = htons(t->sport);
+      req[i].r.id.idiag_dport = htons(t->dport);
+      memcpy(req[i].r.id.idiag_src, t->src, sizeof(t->src));
+      memcpy(req[i].r.id.idiag_dst, t->dst, sizeof(t->dst));
+      req[i].r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+      req[i].r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    }
+    int err = 0;
+    if (send(diag_fd, req, n * sizeof(req[0]), 0) < 0)
+      err = -errno;
+    for (uint32_t got = 0; !err && got < n;) {
+      ssize_t k = recv(diag_fd, diag_buf, DIAG_BUF_SIZE, 0);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0) {
+        err = k == 0 ? -EPIPE
+              : errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT
+                                                        : -errno;
+        break;
+      }
+      int st = sockdiag_exact_walk(diag_buf, (size_t)k, seq0, n, ms, acc);
+      if (st < 0)
+        err = st;
+      else
+        got += (uint32_t)st;
+    }
+    if (err) {
+      diag_drain();
+      E_WARNING(FEATURE ": sock_diag requests about %zu sockets failed: %s; "
+                "stalled receivers are not reported for this interval.",
+                mk.ncand, ERRSTR(err));
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* One whole count of the sockets into *acc: a marked scan where it can
+ * run, else a whole walk. 0 or a negative errno (after one WARNING). */
+static int stalled_count(uint32_t ms, struct stall_acc *acc) {
+  if (!mk.on)
+    return walk_count(ms, acc);
+  /* A new epoch first: data given to a socket from here on announces it
+   * again, for the next scan; what came before is announced already, in
+   * the ring buffer, or seen by this scan's requests. */
+  uint64_t lost = 0;
+  if (++mk.epoch == 0)
+    mk.epoch = 1;
+  if (netstacklat_stalled_epoch(mk.epoch, &lost) != 0) {
+    E_INFO(FEATURE ": netstacklat stopped; stalled receivers are found by "
+           "a whole walk again.");
+    marks_free();
+    return walk_count(ms, acc);
+  }
+  mk.overflow = false;
+  ring_buffer__consume(mk.rb);
+  bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
+  mk.lost = lost;
+  /* The kept sockets join the announced ones, once each. */
+  for (size_t i = 0; !walk && i < mk.nkeep; i++)
+    if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &mk.keep[i]))
+      mk.overflow = true;
+  if (mk.overflow || mk.ncand > MARKS_MAX)
+    walk = true;
+  mk.each = acc->each;
+  mk.arg = acc->arg;
+  acc->each = marks_each;
+  acc->arg = NULL;
+  mk.nkeep = 0;
+  mk.overflow = false;
+  int err;
+  if (walk) {
+    err = walk_count(ms, acc);
+    /* An interrupted dump may have missed sockets: walk again next time. */
+    if (!err && !acc->interrupted)
+      mk.walk_due = mono_s() + MARKS_WALK_EVERY_S;
+  } else {
+    qsort(mk.cand, mk.ncand, sizeof(*mk.cand), tuple_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < mk.ncand; i++)
+      if (!u || tuple_cmp(&mk.cand[u - 1], &mk.cand[i]))
+        mk.cand[u++] = mk.cand[i];
+    mk.ncand = u;
+    stall_acc_reset(acc);
+    err = marks_ask(ms, acc);
+  }
+  acc->each = mk.each;
+  acc->arg = mk.arg;
+  mk.ncand = 0;
+  if (err || mk.overflow) {
+    mk.nkeep = 0;
+    mk.walk_due = 0; /* what has unread data is not known: walk next time */
+  }
+  return err;
+}
+
+/* ------------------------------------- stalled receivers: notifications */
+
+/* One WARNING when a socket becomes stalled, one OKAY when it no longer is
+ * (it read: "resumed") or is gone ("closed"). The sockets are tracked by
+ * their cookie from one read to the next; the owning process is looked up
+ * (from the socket's inode, in /proc/<pid>/fd) once, when the socket
+ * becomes stalled, so the cost follows the stalled sockets, not all of
+ * them. Both are bounded: */
+#define STALLED_TRACK_MAX 4096 /* beyond: counted, not notified */
+#define OWNER_SCAN_MAX_FDS 65536 /* /proc/<pid>/fd entries per read */
+
+/* The iterator's map of tracked cookies holds every tracked socket. */
+_Static_assert(STALLED_TRACK_MAX == TCPW_TRACK_MAX, "tcpw_tracked size");
+static size_t st_track_max = STALLED_TRACK_MAX; /* the unit test lowers them */
+static size_t st_scan_max = OWNER_SCAN_MAX_FDS;
+
+struct st_entry {
+  uint64_t cookie;
+  uint32_t inode, rqueue, last_ms; /* rqueue, last_ms: when last stalled */
+  uint32_t seen_gen, stalled_gen; /* the last dump that saw it (stalled) */
+  int32_t pid;                     /* 0: no owner found */
+  char comm[17];                   /* "" when unknown */
+  char cgroup[EBPF_NAME_LEN];      /* "" when unknown */
+  char local[56], remote[56];      /* "[v6]:port" or "v4:port" */
+};
+
+struct st_cand {
+  struct diag_sock s;
+  int32_t pid;
+  bool described;              /* comm and cgroup set (by owners_find) */
+  char comm[17];
+  char cgroup[EBPF_NAME_LEN];
+};
+
+static struct {
+  bool on;
+  struct st_entry *e; /* the tracked sockets */
+  size_t n, cap;
+  uint32_t *index; /* open addressing on the cookie: entry + 1, 0 empty */
+  size_t index_size;
+  struct st_cand *cand; /* newly stalled in this dump */
+  size_t ncand, cand_cap;
+  uint64_t overflow; /* stalled in this dump, neither tracked nor new */
+  bool overflow_warned;
+  uint32_t gen; /* the dump under way */
+} st;
+
+static size_t st_slot(uint64_t cookie) {
+  return (size_t)((cookie * 0x9e3779b97f4a7c15ull) >> 32) &
+         (st.index_size - 1);
+}
+
+static struct st_entry *st_find(uint64_t cookie) {
+  for (size_t h = st_slot(cookie);; h = (h + 1) & (st.index_size - 1)) {
+    uint32_t i = st.index[h];
+    if (!i)
+      return NULL;
+    if (st.e[i - 1].cookie == cookie)
+      return &st.e[i - 1];
+  }
+}
+
+static void st_reindex(void) {
+  memset(st.index, 0, st.index_size * sizeof(*st.index));
+  for (size_t i = 0; i < st.n; i++) {
+    size_t h = st_slot(st.e[i].cookie);
+    while (st.index[h])
+      h = (h + 1) & (st.index_size - 1);
+    st.index[h] = (uint32_t)i + 1;
+  }
+}
+
+static void st_begin(void) {
+  st.gen++;
+  st.ncand = 0;
+  st.overflow = 0;
+}
+
+/* stall_acc.each: every socket of the dump. */
+static void st_each(const struct diag_sock *s, void *arg) {
+  struct st_entry *e = st.n ? st_find(s->cookie) : NULL;
+  if (e) {
+    e->seen_gen = st.gen;
+    if (s->stalled) {
+      e->stalled_gen = st.gen;
+      e->rqueue = s->rqueue;
+      e->last_ms = s->last_data_recv;
+    }
+    return;
+  }
+  if (!s->stalled)
+    return;
+  /* Room is known once the dump has shown which tracked ones ended: up
+   * to the maximum are kept, and st_commit takes what fits. */
+  if (st.ncand >= st_track_max) {
+    st.overflow++;
+    return;
+  }
+  if (st.ncand == st.cand_cap) {
+    size_t cap = st.cand_cap ? 2 * st.cand_cap : 16;
+    struct st_cand *c = realloc(st.cand, cap * sizeof(*c));
+    if (!c) {
+      st.overflow++;
+      return;
+    }
+    st.cand = c;
+    st.cand_cap = cap;
+  }
+  st.cand[st.ncand++] = (struct st_cand){.s = *s};
+}
+
+static void st_addr(char out[56], uint8_t family, const uint8_t a[16],
+                    uint16_t port) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+  snprintf(out, 56, family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+}
+
+struct st_want {
+  uint32_t inode;
+  uint32_t i; /* index into the candidates */
+};
+
+static int st_want_cmp(const void *a, const void *b) {
+  const struct st_want *x = a, *y = b;
+  return x->inode < y->inode ? -1 : x->inode > y->inode;
+}
+
+/* The process holding each candidate's inode: one pass over
+ * /proc/<pid>/fd (whatever network namespace the socket lives in), until
+ * every inode is found or st_scan_max entries have been looked at. The
+ * first process found is the owner (a socket shared after fork has
+ * several). Returns the number of entries looked at. */
+static size_t st_owners(struct st_cand *c, size_t n) {
+  struct st_want *w = malloc(n * sizeof(*w));
+  if (!w)
+    return 0;
+  size_t nw = 0, found = 0, looked = 0;
+  for (size_t i = 0; i < n; i++)
+    if (c[i].s.inode) /* 0: no file refers to it (orphaned) */
+      w[nw++] = (struct st_want){.inode = c[i].s.inode, .i = (uint32_t)i};
+  qsort(w, nw, sizeof(*w), st_want_cmp);
+  DIR *proc = nw ? opendir("/proc") : NULL;
+  struct dirent *de;
+  while (proc && found < nw && looked < st_scan_max &&
+         (de = readdir(proc)) != NULL) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0)
+      continue;
+    char path[32];
+    snprintf(path, sizeof(path), "%ld/fd", pid);
+    int dfd = openat(dirfd(proc), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+      continue; /* exited, or a kernel thread */
+    DIR *fds = fdopendir(dfd);
+    if (!fds) {
+      close(dfd);
+      continue;
+    }
+    struct dirent *fe;
+    while (found < nw && looked < st_scan_max &&
+           (fe = readdir(fds)) != NULL) {
+      if (fe->d_name[0] == '.')
+        continue;
+      looked++;
+      char l[32];
+      ssize_t k = readlinkat(dfd, fe->d_name, l, sizeof(l) - 1);
+      if (k < 10 || memcmp(l, "socket:[", 8) != 0)
+        continue;
+      l[k] = 0;
+      struct st_want key = {.inode = (uint32_t)strtoul(l + 8, NULL, 10)};
+      struct st_want *hit = bsearch(&key, w, nw, sizeof(*w), st_want_cmp);
+      if (hit && c[hit->i].pid == 0) {
+        c[hit->i].pid = (int32_t)pid;
+        found++;
+      }
+    }
+    closedir(fds);
+  }
+  if (proc)
+    closedir(proc);
+  free(w);
+  return looked;
+}
+
+/* The owners by the BPF task_file iterator (plugin/common/owners.c), where it
+ * loads: host pids, the cgroup's full path from the kernel, no cap on the
+ * descriptors looked at. Else the /proc scan below. */
+static void st_owners_cb(const struct owner *o, void *arg) {
+  struct st_cand *c = arg;
+  for (size_t i = 0; i < st.ncand; i++) {
+    if (c[i].s.inode != o->inode || c[i].pid)
+      continue;
+    c[i].pid = o->pid;
+    memcpy(c[i].comm, o->comm, sizeof(c[i].comm));
+    const char *path = o->cgroup;
+    while (*path == '/')
+      path++;
+    instance_from_path(*path ? path : "root", c[i].cgroup);
+    c[i].described = true;
+  }
+}
+
+static void st_find_owners(struct st_cand *c, size_t n) {
+  if (!owners_ready()) {
+    st_owners(c, n);
+    return;
+  }
+  uint64_t *inodes = malloc((n ? n : 1) * sizeof(*inodes));
+  if (!inodes)
+    return;
+  for (size_t i = 0; i < n; i++)
+    inodes[i] = c[i].s.inode;
+  int r = owners_find(inodes, n, st_owners_cb, c);
+  free(inodes);
+  if (r < 0) {
+    E_NOTICE(FEATURE ": the owners of stalled receivers could not be looked "
+             "up by the BPF iterator (%s): /proc this time.",
+             ERRSTR(r));
+    st_owners(c, n);
+  }
+}
+
+/* A small /proc/<pid>/<name> file into buf; its length, or -1. */
+static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
+                            size_t len) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n < 0)
+    return -1;
+  buf[n] = 0;
+  return n;
+}
+
+/* comm (control characters as '?', as ps shows them) and the cgroup2
+ * path named by the shared rule ("root" for the root cgroup). */
+static void st_describe(struct st_entry *e) {
+  char buf[4096];
+  e->comm[0] = e->cgroup[0] = 0;
+  if (e->pid <= 0)
+    return;
+  if (st_proc_read(e->pid, "comm", buf, sizeof(e->comm)) > 0) {
+    buf[strcspn(buf, "\n")] = 0;
+    for (char *p = buf; *p; p++)
+      if ((unsigned char)*p < ' ' || *p == 0x7f)
+        *p = '?';
+    memcpy(e->comm, buf, strlen(buf) + 1);
+  }
+  if (st_proc_read(e->pid, "cgroup", buf, sizeof(buf)) > 0) {
+    /* The cgroup2 line is "0::<path>". */
+    for (char *line = buf; line && *line;) {
+      char *nl = strchr(line, '\n');
+      if (nl)
+        *nl = 0;
+      if (strncmp(line, "0::", 3) == 0) {
+        const char *path = line + 3;
+        while (*path == '/')
+          path++;
+        instance_from_path(*path ? path : "root", e->cgroup);
+        break;
+      }
+      line = nl ? nl + 1 : NULL;
+    }
+  }
+}
+
+/* The socket's own notification identifier: plugin_instance
+ * "<local>-<remote>", '.' and ':' as '_' and IPv6's brackets left out
+ * ("10_1_2_3_8080-10_9_8_7_54321"), so that a consumer keeping state per
+ * identifier (threshold-style OKAY after WARNING, notify_nagios, an
+ * Alertmanager bridge) keeps one per socket. The port is always the last
+ * '_' field of each side. */
+static void st_instance(const struct st_entry *e, char *out, size_t len) {
+  size_t o = 0;
+  const char *side[2] = {e->local, e->remote};
+  for (int s = 0; s < 2; s++) {
+    if (s && o + 1 < len)
+      out[o++] = '-';
+    for (const char *p = side[s]; *p && o + 1 < len; p++) {
+      if (*p == '[' || *p == ']')
+        continue;
+      out[o++] = (*p == '.' || *p == ':') ? '_' : *p;
+    }
+  }
+  out[o] = 0;
+}
+
+/* The notification of one socket (fields: README, "Notifications"). */
+static void st_notify(const struct st_entry *e, int severity,
+                      const char *what) {
+  struct ebpf_nfield f[10];
+  size_t n = 0;
+  f[n++] = NF_STR("receiver", what);
+  f[n++] = NF_STR("local", e->local);
+  f[n++] = NF_STR("remote", e->remote);
+  f[n++] = NF_UINT("recv_q", e->rqueue);
+  f[n++] = NF_DBL("stalled_s", e->last_ms / 1000.0);
+  f[n++] = NF_UINT("inode", e->inode);
+  if (e->pid > 0)
+    f[n++] = NF_INT("pid", e->pid);
+  if (e->comm[0])
+    f[n++] = NF_STR("comm", e->comm);
+  if (e->cgroup[0])
+    f[n++] = NF_STR("cgroup", e->cgroup);
+  if (cfg.netns)
+    f[n++] = NF_STR("netns", cfg.netns);
+  char inst[sizeof(e->local) + sizeof(e->remote)];
+  st_instance(e, inst, sizeof(inst));
+  ebpf_notify(severity, FEATURE, inst, "", "stalled_receiver", f, n);
+}
+
+static int st_cand_cmp(const void *a, const void *b) {
+  const struct st_cand *x = a, *y = b;
+  return x->s.cookie < y->s.cookie ? -1 : x->s.cookie > y->s.cookie;
+}
+
+static int st_cand_pid_cmp(const void *a, const void *b) {
+  const struct st_cand *x = a, *y = b;
+  if (x->pid != y->pid)
+    return x->pid < y->pid ? -1 : 1;
+  return st_cand_cmp(a, b);
+}
+
+/* After a whole dump: OKAY for the tracked sockets it did not see
+ * stalled, WARNING for the new ones. */
+static void st_commit(void) {
+  size_t w = 0, n0 = st.n;
+  for (size_t i = 0; i < st.n; i++) {
+    struct st_entry *e = &st.e[i];
+    if (e->stalled_gen == st.gen) {
+      if (w != i)
+        st.e[w] = *e;
+      w++;
+      continue;
+    }
+    st_notify(e, NOTIF_OKAY, e->seen_gen == st.gen ? "resumed" : "closed");
+    iter_track(e->cookie, false);
+  }
+  st.n = w;
+  if (st.ncand) {
+    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_cmp);
+    size_t u = 0; /* a socket is in a dump once; be sure */
+    for (size_t i = 0; i < st.ncand; i++)
+      if (!u || st.cand[u - 1].s.cookie != st.cand[i].s.cookie)
+        st.cand[u++] = st.cand[i];
+    st.ncand = u;
+    if (st.n + st.ncand > st_track_max) {
+      st.overflow += st.n + st.ncand - st_track_max;
+      st.ncand = st_track_max - st.n;
+    }
+    if (st.n + st.ncand > st.cap) {
+      size_t cap = st.n + st.ncand;
+      struct st_entry *e = realloc(st.e, cap * sizeof(*e));
+      if (!e) {
+        st.overflow += st.ncand;
+        st.ncand = 0;
+      } else {
+        st.e = e;
+        st.cap = cap;
+      }
+    }
+    st_find_owners(st.cand, st.ncand);
+    /* By owner, so that one process's sockets share one look at its
+     * comm and cgroup. */
+    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_pid_cmp);
+    for (size_t i = 0; i < st.ncand; i++) {
+      const struct diag_sock *s = &st.cand[i].s;
+      struct st_entry *e = &st.e[st.n++];
+      *e = (struct st_entry){.cookie = s->cookie,
+                             .inode = s->inode,
+                             .rqueue = s->rqueue,
+                             .last_ms = s->last_data_recv,
+                             .seen_gen = st.gen,
+                             .stalled_gen = st.gen,
+                             .pid = st.cand[i].pid};
+      st_addr(e->local, s->family, s->src, s->sport);
+      st_addr(e->remote, s->family, s->dst, s->dport);
+      if (st.cand[i].described) {
+        memcpy(e->comm, st.cand[i].comm, sizeof(e->comm));
+        memcpy(e->cgroup, st.cand[i].cgroup, sizeof(e->cgroup));
+      } else if (i && e->pid > 0 && e[-1].pid == e->pid) {
+        memcpy(e->comm, e[-1].comm, sizeof(e->comm));
+        memcpy(e->cgroup, e[-1].cgroup, sizeof(e->cgroup));
+      } else {
+        st_describe(e);
+      }
+      st_notify(e, NOTIF_WARNING, "stalled");
+      iter_track(e->cookie, true);
+    }
+    st.ncand = 0;
+  }
+  if (st.n != n0 || w != n0)
+    st_reindex();
+  iter_ntracked(st.n);
+  if (st.overflow && !st.overflow_warned)
+    E_WARNING(FEATURE ": more than %zu stalled receivers: the others are "
+              "counted but get no notifications until fewer are stalled.",
+              st_track_max);
+  st.overflow_warned = st.overflow != 0;
+}
+
+static void st_free(void) {
+  owners_free();
+  free(st.e);
+  free(st.index);
+  free(st.cand);
+  st = (typeof(st)){0};
+}
+
+static int st_init(void) {
+  st_free();
+  /* Test-only: EBPF_TEST_OWNERS=proc takes the /proc scan. */
+  const char *force = getenv("EBPF_TEST_OWNERS");
+  char why[256] = "";
+  if ((force && !strcmp(force, "proc")) || owners_init(why, sizeof(why)) != 0)
+    E_INFO(FEATURE ": stalled receivers' owners are looked up in /proc (%s%s): "
+           "pids and cgroups as collectd's namespaces show them, at most %d "
+           "descriptors looked at per read.",
+           why[0] ? "the BPF task_file iterator failed to " : "forced by "
+                                                              "EBPF_TEST_OWNERS",
+           why, OWNER_SCAN_MAX_FDS);
+  else
+    E_INFO(FEATURE ": stalled receivers' owners are found by a BPF "
+           "iterator (iter/task_file): host pids, cgroup paths from the "
+           "hierarchy's root.");
+  st.index_size = 16;
+  while (st.index_size < 2 * st_track_max)
+    st.index_size *= 2;
+  st.index = calloc(st.index_size, sizeof(*st.index));
+  if (!st.index) {
+    E_WARNING(FEATURE ": stalled-receiver notifications are off: out of "
+              "memory.");
+    return -ENOMEM;
+  }
+  st.on = true;
+  return 0;
+}
+
+static void stalled_read(void) {
+  struct stall_acc acc = {.each = st.on ? st_each : NULL};
+  uint32_t ms = (uint32_t)(cfg.stalled_after * 1000.0);
+  /* A partial or failed count is not dispatched: it would read as a real
+   * drop. A dump the kernel flags NLM_F_DUMP_INTR (its socket tables
+   * changed meanwhile: sockets may be missing or counted twice) is done
+   * again once; if that one is interrupted too, the interval has no
+   * values. */
+  for (int attempt = 0;; attempt++) {
+    if (stalled_count(ms, &acc) != 0)
+      return;
+    if (!acc.interrupted)
+      break;
+    if (attempt == 1) {
+      E_NOTICE(FEATURE ": sock_diag dump interrupted twice (sockets changed "
+               "during the dump); stalled receivers are not reported for "
+               "this interval.");
+      return;
+    }
+  }
+  if (st.on)
+    st_commit();
+  vl_gauge(tw_vl(), "count", "stalled_receivers", (double)acc.stalled);
+  vl_gauge(tw_vl(), "bytes", "stalled_receivers",
+               (double)acc.stalled_bytes);
+}
+
+/* The socket options every sock_diag socket gets (separate so that the
+ * unit test can give them to its stand-in for the kernel). */
+static int diag_socket_setup(int fd) {
+  struct timeval tv = {.tv_sec = DIAG_RECV_TIMEOUT_S};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
+    return -errno;
+  return 0;
+}
+
+/* The sock_diag socket, connected to the kernel, in the namespace of the
+ * calling thread. 0 or a negative errno (then diag_fd stays -1). */
+static int diag_open(void) {
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  int err = 0;
+  diag_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (diag_fd < 0 ||
+      connect(diag_fd, (struct sockaddr *)&kernel, sizeof(kernel)) != 0)
+    err = -errno;
+  if (!err)
+    err = diag_socket_setup(diag_fd);
+  if (err && diag_fd >= 0)
+    close(diag_fd);
+  if (err)
+    diag_fd = -1;
+  return err;
+}
+
+/* The scan: the BPF iterator where it loads, else sock_diag (one INFO
+ * line says why). EBPF_TEST_STALLED_SCAN=sock_diag or =iter forces one
+ * (for the tests: both are tested on one kernel). */
+static int stalled_init(const struct netns *ns) {
+  diag_buf = malloc(DIAG_BUF_SIZE);
+  if (!diag_buf)
+    return -ENOMEM;
+  const char *force = getenv("EBPF_TEST_STALLED_SCAN");
+  if (force && strcmp(force, "iter") && strcmp(force, "sock_diag") &&
+      strcmp(force, "marks"))
+    force = NULL;
+  if (!force || strcmp(force, "sock_diag")) {
+    char why[256];
+    int err = iter_init(ns, why, sizeof(why));
+    if (!err) {
+      E_INFO(FEATURE ": stalled receivers: whole walks by a BPF iterator "
+             "(iter/tcp).");
+      /* The marked scans' exact requests (marks_init) need sock_diag. */
+      if (diag_open() != 0)
+        E_INFO(FEATURE ": no NETLINK_SOCK_DIAG socket: every scan is a "
+               "whole walk.");
+      if (cfg.stalled_notify)
+        st_init();
+      return 0;
+    }
+    if (force && !strcmp(force, "marks"))
+      force = NULL;
+    if (force) {
+      E_WARNING(FEATURE ": stalled receivers are not reported: the BPF "
+                "iterator (forced by EBPF_TEST_STALLED_SCAN) failed to %s",
+                why);
+      free(diag_buf);
+      diag_buf = NULL;
+      return err;
+    }
+    E_INFO(FEATURE ": stalled receivers: no BPF iterator here (%s); using "
+           "sock_diag, whose cost grows with every TCP socket.",
+           why);
+  }
+  int err = diag_open();
+  if (err) {
+    E_WARNING(FEATURE ": stalled receivers are not reported: cannot open a "
+              "NETLINK_SOCK_DIAG socket: %s",
+              ERRSTR(err));
+    free(diag_buf);
+    diag_buf = NULL;
+    return err;
+  }
+  if (cfg.stalled_notify)
+    st_init(); /* without it, the counts run on */
+  return 0;
+}
+
+/* ---------------------------------------------------------------- feature */
+
+static void tcp_window_shutdown(void);
+
+static int tcp_window_init(void) {
+  struct netns ns;
+  int back, err = netns_resolve(cfg.netns, FEATURE, &ns);
+  if (err)
+    return err;
+  /* One meaning with netstacklat: without the option, collectd's own
+   * namespace; "all": clamps of every namespace (0 = no filter). */
+  netns_ino = ns.inum;
+  /* A netlink socket stays bound to the namespace it was opened in. */
+  if ((err = netns_enter(&ns, FEATURE, &back)) != 0) {
+    E_WARNING(FEATURE ": the feature is disabled.");
+    return err;
+  }
+  stalled_on = cfg.stalled && stalled_init(&ns) == 0;
+  netns_leave(back, FEATURE);
+  if (stalled_on) {
+    /* EBPF_TEST_STALLED_SCAN=iter or =sock_diag: whole walks only (the
+     * tests of each walk); =marks: marked scans or no stalled receivers. */
+    const char *force = getenv("EBPF_TEST_STALLED_SCAN");
+    bool walks_only = force && (!strcmp(force, "iter") ||
+                                !strcmp(force, "sock_diag"));
+    int merr = walks_only ? -ECANCELED : marks_init();
+    if (!merr)
+      E_INFO(FEATURE ": stalled receivers: each scan asks sock_diag about "
+             "the sockets given data since the last one (announced by "
+             "netstacklat's tcp_socket_enqueued program) and those holding "
+             "unread data; a whole walk every %d s.",
+             MARKS_WALK_EVERY_S);
+    else if (!walks_only)
+      E_INFO(FEATURE ": stalled receivers: every scan walks every TCP socket "
+             "(%s), a cost that grows with the sockets, idle ones too.",
+             merr == -ENOENT ? "netstacklat's tcp_socket_enqueued program, "
+                               "which would announce the sockets given data, "
+                               "does not run"
+                             : ERRSTR(merr));
+    if (merr && force && !strcmp(force, "marks")) {
+      E_WARNING(FEATURE ": stalled receivers are not reported: marked scans "
+                "forced by EBPF_TEST_STALLED_SCAN cannot run.");
+      stalled_on = false;
+    }
+  }
+  /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
+   * the initial namespace): read them from collectd's own. */
+  tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;
+  clamps_on = cfg.clamps && clamps_init() == 0;
+  if (!clamps_on && !tcp_memory_on && !stalled_on) {
+    E_WARNING(FEATURE ": nothing of this feature can run here; it is "
+              "disabled.");
+    tcp_window_shutdown();
+    return -ENOTSUP;
+  }
+  return 0;
+}
+
+static int tcp_window_read(void) {
+  if (clamps_on)
+    clamps_read();
+  if (tcp_memory_on)
+    tcp_memory_read();
+  if (stalled_on)
+    stalled_read();
+  return 0;
+}
+
+static void tcp_window_shutdown(void) {
+  diag_one_walk = true;
+  marks_free();
+  iter_free();
+  if (served)
+    netstacklat_unserve_tcp_window();
+  served = false;
+  loader_detach(hooks, 1);
+  if (skel)
+    clamps_destroy(NULL);
+  if (mem_fd_sockstat >= 0)
+    close(mem_fd_sockstat);
+  if (mem_fd_tcp_mem >= 0)
+    close(mem_fd_tcp_mem);
+  mem_fd_sockstat = mem_fd_tcp_mem = -1;
+  if (diag_fd >= 0)
+    close(diag_fd);
+  diag_fd = -1;
+  free(diag_buf);
+  diag_buf = NULL;
+  st_free();
+  clamps_on = tcp_memory_on = stalled_on = false;
+  cfg_defaults();
+}
+
+static struct bpf_object *tcp_window_bpf_object(void) {
+  return skel ? skel->obj : NULL;
+}
+
+const struct ebpf_feature feature_tcp_window = {
+    .block = BLOCK,
+    .name = FEATURE,
+    .config = tcp_window_config,
+    .init = tcp_window_init,
+    .read = tcp_window_read,
+    .shutdown = tcp_window_shutdown,
+    .bpf_object = tcp_window_bpf_object,
+};
