@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* CLOCK_REALTIME for BPF programs; see rtclock.h. */
 #include "common/rtclock.h"
+#include "core/testenv.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -17,8 +18,7 @@ const char *rtclock_name(enum rtclock c) {
 enum rtclock rtclock_choose(const char **why, bool *refused) {
   if (refused)
     *refused = false;
-  const char *force = getenv("EBPF_TEST_CLOCK");
-  if (force && strcmp(force, "monotonic") == 0) {
+  if (test_switch(TEST_CLOCK)) {
     *why = "forced by EBPF_TEST_CLOCK=monotonic";
     return RTCLOCK_MONOTONIC;
   }

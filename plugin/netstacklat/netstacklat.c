@@ -19,6 +19,7 @@
 #include "netstacklat_outliers.skel.h"
 #include "netstacklat_sampled.skel.h"
 #include "common/rtclock.h"
+#include "core/testenv.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -745,19 +746,8 @@ static int netstacklat_init(void) {
   }
   bool cg_storage = false, cg_hash = false, cg_anc = false;
   if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
-    /* Test-only: EBPF_TEST_CGROUP_FILTER=storage|hash skips the ways
-     * before it; EBPF_TEST_CGROUP_STORAGE=off is "hash". */
-    const char *force = getenv("EBPF_TEST_CGROUP_FILTER");
-    const char *old_force = getenv("EBPF_TEST_CGROUP_STORAGE");
-    if (force && strcmp(force, "ancestors") != 0 &&
-        strcmp(force, "storage") != 0 && strcmp(force, "hash") != 0) {
-      E_WARNING("netstacklat: EBPF_TEST_CGROUP_FILTER=\"%s\" is not "
-                "ancestors, storage or hash: ignored.",
-                force);
-      force = NULL;
-    }
-    if (!force && old_force && strcmp(old_force, "off") == 0)
-      force = "hash";
+    /* Test-only: EBPF_TEST_CGROUP_FILTER skips the ways before it. */
+    const char *force = test_switch(TEST_CGROUP_FILTER);
     const char *no_anc = NULL;
     if (!cfg.ncgroups)
       no_anc = "no Cgroup option";
@@ -794,8 +784,7 @@ static int netstacklat_init(void) {
     else
       E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s%s%s).",
              cg_storage ? "cgroup storage" : "hash maps",
-             hash_forced ? "forced by EBPF_TEST_CGROUP_FILTER=hash or "
-                           "EBPF_TEST_CGROUP_STORAGE=off"
+             hash_forced ? "forced by EBPF_TEST_CGROUP_FILTER=hash"
              : refused[0] ? refused
              : r == 1    ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
                          : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
@@ -805,7 +794,7 @@ static int netstacklat_init(void) {
       /* The group index: 4 positions per slot, a power of two, so that
        * two probes nearly always find room (EBPF_TEST_CG_INDEX_SIZE, a
        * power of two, forces a size for the tests). */
-      const char *isz = getenv("EBPF_TEST_CG_INDEX_SIZE");
+      const char *isz = test_switch(TEST_CG_INDEX_SIZE);
       unsigned long long want = 4ULL * (unsigned long long)cfg.max_groups;
       if (isz && *isz) {
         char *end;
@@ -841,7 +830,7 @@ static int netstacklat_init(void) {
     cg_filter_size = 4096;
     while (cg_filter_size < want && cg_filter_size < (1U << 20))
       cg_filter_size <<= 1;
-    const char *fsz = getenv("EBPF_TEST_CG_FILTER_SIZE");
+    const char *fsz = test_switch(TEST_CG_FILTER_SIZE);
     if (fsz && *fsz && strtoul(fsz, NULL, 10) > 0)
       cg_filter_size = (__u32)strtoul(fsz, NULL, 10);
   }
@@ -1190,7 +1179,7 @@ static void read_grouped(double elapsed) {
   __u32 out_batch = 0;
   bool first = true, grow = false;
   static bool warned_batch;
-  bool batch = !getenv("EBPF_TEST_NO_BATCH");
+  bool batch = !test_switch(TEST_NO_BATCH);
   if (!batch && !warned_batch)
     E_INFO("netstacklat: EBPF_TEST_NO_BATCH: reading the group table one "
            "key at a time.");

@@ -11,6 +11,7 @@
 #include "common/owners.h"
 #include "tcp_window_iter.skel.h"
 #include "tcp_window/parse.h"
+#include "core/testenv.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -1213,9 +1214,9 @@ static void st_free(void) {
 static int st_init(void) {
   st_free();
   /* Test-only: EBPF_TEST_OWNERS=proc takes the /proc scan. */
-  const char *force = getenv("EBPF_TEST_OWNERS");
+  const char *force = test_switch(TEST_OWNERS);
   char why[256] = "";
-  if ((force && !strcmp(force, "proc")) || owners_init(why, sizeof(why)) != 0)
+  if (force || owners_init(why, sizeof(why)) != 0)
     E_INFO(FEATURE ": stalled receivers' owners are looked up in /proc (%s%s): "
            "pids and cgroups as collectd's namespaces show them, at most %d "
            "descriptors looked at per read.",
@@ -1300,10 +1301,7 @@ static int stalled_init(const struct netns *ns) {
   diag_buf = malloc(DIAG_BUF_SIZE);
   if (!diag_buf)
     return -ENOMEM;
-  const char *force = getenv("EBPF_TEST_STALLED_SCAN");
-  if (force && strcmp(force, "iter") && strcmp(force, "sock_diag") &&
-      strcmp(force, "marks"))
-    force = NULL;
+  const char *force = test_switch(TEST_STALLED_SCAN);
   if (!force || strcmp(force, "sock_diag")) {
     char why[256];
     int err = iter_init(ns, why, sizeof(why));
@@ -1368,7 +1366,7 @@ static int tcp_window_init(void) {
   if (stalled_on) {
     /* EBPF_TEST_STALLED_SCAN=iter or =sock_diag: whole walks only (the
      * tests of each walk); =marks: marked scans or no stalled receivers. */
-    const char *force = getenv("EBPF_TEST_STALLED_SCAN");
+    const char *force = test_switch(TEST_STALLED_SCAN);
     bool walks_only = force && (!strcmp(force, "iter") ||
                                 !strcmp(force, "sock_diag"));
     int merr = walks_only ? -ECANCELED : marks_init();

@@ -6,6 +6,7 @@
 #include "testlib.h"
 
 #include "../../plugin/common/rtclock.c"
+#include "../../plugin/core/testenv.c"
 
 #include "clockpair.skel.h"
 
