@@ -29,66 +29,80 @@ static bool running[NFEATURES];    /* init succeeded */
 static int config_errors;          /* init fails when > 0 */
 static int stats_fd = -1;          /* bpf_enable_stats() */
 
-static bool seen_attach, seen_stats, seen_btf;
+/* <Plugin ebpf>'s own keys; the feature blocks are the features'. */
+enum { G_ATTACH_MODE, G_BPF_STATS, G_BTF_PATH, G_NKEYS };
+static const struct cfg_key global_keys[G_NKEYS] = {
+    [G_ATTACH_MODE] = {"AttachMode", CK_OTHER, .show = "auto",
+                       .doc = "auto, fentry, tracepoint or kprobe: the attach "
+                              "flavour tried for every hook"},
+    [G_BPF_STATS] = {"BPFStats", CK_BOOL, .def = 0,
+                     .doc = "turn on the kernel's BPF run statistics and "
+                            "dispatch each program's run count and time"},
+    [G_BTF_PATH] = {"BTFPath", CK_STRING, .show = "none",
+                    .doc = "a BTF file for kernels without "
+                           "/sys/kernel/btf/vmlinux"},
+};
+const struct cfg_block ebpf_global_keys = {"Plugin ebpf", global_keys,
+                                           G_NKEYS};
+static bool seen_global[G_NKEYS];
 
 /* Back to the state before any configuration (after shutdown, and between
  * the cases of the unit tests). */
 static void config_reset(void) {
   memset(configured, 0, sizeof(configured));
   config_errors = 0;
-  seen_attach = seen_stats = seen_btf = false;
+  memset(seen_global, 0, sizeof(seen_global));
   ebpf_global.attach_mode = ATTACH_AUTO;
-  ebpf_global.bpf_stats = false;
+  ebpf_global.bpf_stats = cfg_key_default(&ebpf_global_keys, G_BPF_STATS) != 0;
   free(ebpf_global.btf_path);
   ebpf_global.btf_path = NULL;
 }
 
-static int config_global(const oconfig_item_t *ci) {
-  if (strcasecmp(ci->key, "AttachMode") == 0) {
-    char *s = NULL;
-    if (cfg_once(ci, &seen_attach) || cfg_string(ci, &s))
-      return -1;
-    static const char *const names[] = {"auto", "fentry", "tracepoint",
-                                        "kprobe"};
-    int found = -1;
-    for (int i = 0; i < 4; i++)
-      if (strcasecmp(s, names[i]) == 0)
-        found = i;
-    if (found < 0) {
-      E_ERROR("invalid value \"%s\" for option \"AttachMode\": expected "
-              "auto, fentry, tracepoint or kprobe.",
-              s);
-      free(s);
-      return -1;
-    }
+static int config_attach_mode(const oconfig_item_t *ci) {
+  char *s = NULL;
+  if (cfg_string(ci, &s))
+    return -1;
+  static const char *const names[] = {"auto", "fentry", "tracepoint",
+                                      "kprobe"};
+  int found = -1;
+  for (int i = 0; i < 4; i++)
+    if (strcasecmp(s, names[i]) == 0)
+      found = i;
+  if (found < 0) {
+    E_ERROR("invalid value \"%s\" for option \"AttachMode\": expected "
+            "auto, fentry, tracepoint or kprobe.",
+            s);
     free(s);
-    ebpf_global.attach_mode = (enum attach_mode)found;
-    return 0;
+    return -1;
   }
-  if (strcasecmp(ci->key, "BPFStats") == 0)
-    return cfg_once(ci, &seen_stats) ? -1 : cfg_bool(ci, &ebpf_global.bpf_stats);
-  if (strcasecmp(ci->key, "BTFPath") == 0)
-    return cfg_once(ci, &seen_btf) ? -1 : cfg_string(ci, &ebpf_global.btf_path);
-  return 1; /* not a global key */
+  free(s);
+  ebpf_global.attach_mode = (enum attach_mode)found;
+  return 0;
+}
+
+static int config_global(const oconfig_item_t *ci) {
+  int k = cfg_key_find(&ebpf_global_keys, ci, seen_global);
+  switch (k) {
+  case G_ATTACH_MODE:
+    return config_attach_mode(ci);
+  case G_BPF_STATS:
+    return cfg_key_bool(&global_keys[k], ci, &ebpf_global.bpf_stats);
+  case G_BTF_PATH:
+    return cfg_string(ci, &ebpf_global.btf_path);
+  }
+  return -1;
 }
 
 static int ebpf_config(oconfig_item_t *ci) {
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
-    int st = config_global(c);
-    if (st < 0) {
-      config_errors++;
-      continue;
-    }
-    if (st == 0)
-      continue;
     size_t f;
     for (f = 0; f < NFEATURES; f++)
       if (strcasecmp(c->key, features[f]->block) == 0)
         break;
     if (f == NFEATURES) {
-      cfg_unknown(c, "Plugin ebpf");
-      config_errors++;
+      if (config_global(c))
+        config_errors++;
       continue;
     }
     if (c->values_num != 0) {

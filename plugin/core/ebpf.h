@@ -7,6 +7,7 @@
 
 #include "core/base.h"
 #include "core/collectd_api.h"
+#include "core/keys.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -27,7 +28,12 @@ struct ebpf_feature {
   /* Programs of this feature's loaded BPF object, for self-monitoring; may
    * be NULL. */
   struct bpf_object *(*bpf_object)(void);
+  /* The block's keys (core/keys.h): what the docs are held to. */
+  const struct cfg_block *keys;
 };
+
+/* <Plugin ebpf>'s own keys (AttachMode, BPFStats, BTFPath). */
+extern const struct cfg_block ebpf_global_keys;
 
 extern const struct ebpf_feature feature_pressure;
 extern const struct ebpf_feature feature_netstacklat;

@@ -109,27 +109,42 @@ bad:;
   return -1;
 }
 
+enum { K_HOST, K_RESOURCES, K_AVERAGES, K_CGROUP, NKEYS };
+static const struct cfg_key keys[NKEYS] = {
+    [K_HOST] = {"Host", CK_BOOL, .def = 1,
+                .doc = "the host's /proc/pressure files"},
+    [K_RESOURCES] = {"Resources", CK_OTHER, .show = "cpu memory io irq",
+                     .doc = "which of cpu, memory, io, irq"},
+    [K_AVERAGES] = {"Averages", CK_OTHER, .show = "10 60 300",
+                    .doc = "which of the kernel's running averages (10, 60, "
+                           "300 s) are dispatched"},
+    [K_CGROUP] = {"Cgroup", CK_STRINGS, .show = "none", .repeat = true,
+                  .doc = "cgroup paths or globs below the cgroup2 root"},
+};
+static const struct cfg_block block = {"Pressure", keys, NKEYS};
+
+static int config_key(const oconfig_item_t *c, int k) {
+  switch (k) {
+  case K_HOST:
+    return cfg_key_bool(&keys[k], c, &cfg.host);
+  case K_RESOURCES:
+    return parse_resources(c);
+  case K_AVERAGES:
+    return parse_averages(c);
+  case K_CGROUP:
+    return cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+  }
+  return -1;
+}
+
 static int pressure_config(const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen_host = false, seen_res = false, seen_avg = false;
+  bool seen[NKEYS] = {0};
+  cfg.host = cfg_key_default(&block, K_HOST) != 0;
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
-    if (strcasecmp(c->key, "Host") == 0) {
-      if (cfg_once(c, &seen_host) || cfg_bool(c, &cfg.host))
-        errors++;
-    } else if (strcasecmp(c->key, "Resources") == 0) {
-      if (cfg_once(c, &seen_res) || parse_resources(c))
-        errors++;
-    } else if (strcasecmp(c->key, "Averages") == 0) {
-      if (cfg_once(c, &seen_avg) || parse_averages(c))
-        errors++;
-    } else if (strcasecmp(c->key, "Cgroup") == 0) {
-      if (cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups))
-        errors++;
-    } else {
-      cfg_unknown(c, "Pressure");
+    if (config_key(c, cfg_key_find(&block, c, seen)))
       errors++;
-    }
   }
   if (!errors && !cfg.host && cfg.ncgroups == 0) {
     E_ERROR("block <Pressure> has \"Host false\" and no \"Cgroup\": nothing "
@@ -531,7 +546,7 @@ static void pressure_shutdown(void) {
   free(skipped);
   skipped = NULL;
   nskipped = 0;
-  cfg.host = true;
+  cfg.host = cfg_key_default(&block, K_HOST) != 0;
   cfg.resources = (1u << RES_COUNT) - 1;
   cfg.averages = 7;
   warned_no_cg2 = false;
@@ -541,6 +556,7 @@ const struct ebpf_feature feature_pressure = {
     .block = "Pressure",
     .name = FEATURE,
     .config = pressure_config,
+    .keys = &block,
     .init = pressure_init,
     .read = pressure_read,
     .shutdown = pressure_shutdown,
