@@ -238,6 +238,14 @@ $(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
 
 TEST_HELPERS += $(BUILD)/tests/noclockadj
 
+# `make run`'s loopback traffic and drops (tests/run-collectd; test_run).
+RUN_TRAFFIC := $(BUILD)/tests/run_traffic
+$(RUN_TRAFFIC): tests/helpers/run_traffic.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) $< -o $@
+
+TEST_HELPERS += $(RUN_TRAFFIC)
+
 $(UNIT_BINS): $(SKELS)
 
 unit: $(UNIT_BINS)
