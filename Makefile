@@ -110,7 +110,7 @@ all: $(PLUGIN_SO)
 
 help:
 	@echo "make            build $(PLUGIN_SO)"
-	@echo "make run        build, install missing Debian packages, run collectd in the foreground (RUN_SECONDS=N to stop)"
+	@echo "make run        build, install missing Debian packages, run collectd with the shipped snippet and loopback traffic in the foreground (RUN_SECONDS=N to stop)"
 	@echo "make check      the whole test suite (unit tests, then integration tests as root)"
 	@echo "make deps       install the Debian packages that are missing (build, run, the test suite and every target)"
 	@echo "make deps-run   only those that building and make run need"
@@ -238,6 +238,14 @@ $(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
 
 TEST_HELPERS += $(BUILD)/tests/noclockadj
 
+# `make run`'s loopback traffic and drops (tests/run-collectd; test_run).
+RUN_TRAFFIC := $(BUILD)/tests/run_traffic
+$(RUN_TRAFFIC): tests/helpers/run_traffic.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) $< -o $@
+
+TEST_HELPERS += $(RUN_TRAFFIC)
+
 $(UNIT_BINS): $(SKELS)
 
 unit: $(UNIT_BINS)
@@ -254,8 +262,8 @@ check: deps $(PLUGIN_SO) $(UNIT_BINS) $(TEST_HELPERS)
 # ------------------------------------------------------------------ running
 RUN_DIR     ?= $(CURDIR)/run
 RUN_SECONDS ?= 0
-run: deps-run $(PLUGIN_SO)
-	$(Q)tests/run-collectd "$(RUN_DIR)" "$(RUN_SECONDS)" "$(CURDIR)/$(PLUGIN_SO)"
+run: deps-run $(PLUGIN_SO) $(RUN_TRAFFIC)
+	$(Q)tests/run-collectd "$(RUN_DIR)" "$(RUN_SECONDS)" "$(CURDIR)/$(PLUGIN_SO)" "$(abspath $(RUN_TRAFFIC))"
 
 # ------------------------------------------------------------- dependencies
 # $(call install_missing,PACKAGES): apt-get install those not installed
