@@ -8,6 +8,8 @@
 #include "pressure/psi_parse.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,10 @@ struct psi_source {
   uint32_t hash;                /* path_hash(rel) */
   /* plugin_instance of each resource's values, made once (source_name) */
   char inst[RES_COUNT][DATA_MAX_NAME_LEN];
-  int fd[RES_COUNT];
+  char *dir;        /* the cgroup's directory; NULL for host */
+  unsigned have;    /* bitmask of the resources whose file reads */
+  int fd[RES_COUNT]; /* kept open (fds_kept), or -1: opened at each read */
+  ino_t ino[RES_COUNT]; /* each file's inode when first opened */
   bool seen;  /* matched in this interval's scan */
   bool stale; /* a read of its files failed: the cgroup was removed */
 };
@@ -156,14 +161,35 @@ static int pressure_config(const oconfig_item_t *ci) {
 
 /* ------------------------------------------------------------------ read */
 
-static void source_close(struct psi_source *s) {
-  for (int r = 0; r < RES_COUNT; r++) {
-    if (s->fd[r] >= 0)
-      close(s->fd[r]);
-    s->fd[r] = -1;
+/* The cgroups' files kept open, at most FD_KEEP: a PSI file is a
+ * seq_file, and a pread at offset 0 of an open one reads it afresh, one
+ * system call a read. Past FD_KEEP files a cgroup's are opened, read and
+ * closed at every read (four calls: the inode is compared with the one
+ * seen first, so that a cgroup removed and made again at the same path is
+ * noticed as with an open file), so that the plugin's descriptors stay
+ * bounded: 1,000 cgroups with their 4 files each would be 4,000, past
+ * systemd's default LimitNOFILE=1024, and every other part of collectd
+ * would then fail to open its own. */
+#define FD_KEEP 256
+static unsigned fds_kept;
+
+static void fd_drop(struct psi_source *s, int r) {
+  if (s->fd[r] >= 0) {
+    close(s->fd[r]);
+    if (s->rel)
+      fds_kept--;
   }
+  s->fd[r] = -1;
+}
+
+static void source_close(struct psi_source *s) {
+  for (int r = 0; r < RES_COUNT; r++)
+    fd_drop(s, r);
+  s->have = 0;
   free(s->rel);
   s->rel = NULL;
+  free(s->dir);
+  s->dir = NULL;
 }
 
 /* Read and parse one PSI file. Returns 0, or a negative errno. */
@@ -173,6 +199,32 @@ static int read_psi(int fd, struct psi_stats *st) {
   if (n < 0)
     return -errno;
   return psi_parse(buf, (size_t)n, st);
+}
+
+static int open_psi(const char *dir, int r) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s.pressure", dir,
+                       res_name[r]) >= sizeof(path))
+    return -ENAMETOOLONG;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+/* One file of a source: through its open descriptor, or opened for this
+ * read; -ESTALE when the file at the path is not the one first seen (its
+ * cgroup was removed and made again). */
+static int read_file(const struct psi_source *s, int r, struct psi_stats *st) {
+  if (s->fd[r] >= 0)
+    return read_psi(s->fd[r], st);
+  int fd = open_psi(s->dir, r);
+  if (fd < 0)
+    return fd;
+  struct stat sb;
+  int err = fstat(fd, &sb) ? -errno : sb.st_ino != s->ino[r] ? -ESTALE : 0;
+  if (!err)
+    err = read_psi(fd, st);
+  close(fd);
+  return err;
 }
 
 static void submit_line(value_list_t *vl, int full, const struct psi_line *l) {
@@ -200,7 +252,7 @@ static void source_name(struct psi_source *s) {
 
 static int read_source(struct psi_source *s, int r) {
   struct psi_stats st;
-  int err = read_psi(s->fd[r], &st);
+  int err = read_file(s, r, &st);
   if (err)
     return err;
   value_list_t vl;
@@ -212,24 +264,40 @@ static int read_source(struct psi_source *s, int r) {
   return 0;
 }
 
-/* Open the PSI files of one cgroup; returns how many opened. */
-static int group_open(struct psi_source *g, const char *dir) {
+/* Open the PSI files of one cgroup (g->rel set); returns how many read.
+ * *emfile: one failed because collectd has no descriptor left. */
+static int group_open(struct psi_source *g, const char *dir, bool *emfile) {
   int n = 0;
+  g->have = 0;
+  if (!g->dir || strcmp(g->dir, dir) != 0) {
+    free(g->dir);
+    g->dir = strdup(dir);
+    if (!g->dir)
+      return 0;
+  }
   for (int r = 0; r < RES_COUNT; r++) {
-    g->fd[r] = -1;
+    fd_drop(g, r);
     if (!(cfg.resources & (1u << r)))
       continue;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s.pressure", dir, res_name[r]);
-    g->fd[r] = open(path, O_RDONLY | O_CLOEXEC);
-    if (g->fd[r] >= 0) {
-      struct psi_stats st;
-      if (read_psi(g->fd[r], &st) != 0) { /* e.g. irq: EOPNOTSUPP */
-        close(g->fd[r]);
-        g->fd[r] = -1;
-        continue;
-      }
-      n++;
+    int fd = open_psi(dir, r);
+    if (fd == -EMFILE || fd == -ENFILE)
+      *emfile = true;
+    if (fd < 0)
+      continue;
+    struct psi_stats st;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || read_psi(fd, &st) != 0) { /* irq: EOPNOTSUPP */
+      close(fd);
+      continue;
+    }
+    g->ino[r] = sb.st_ino;
+    g->have |= 1u << r;
+    n++;
+    if (fds_kept < FD_KEEP) {
+      g->fd[r] = fd;
+      fds_kept++;
+    } else {
+      close(fd);
     }
   }
   return n;
@@ -288,6 +356,8 @@ static void skipped_forget_unseen(void) {
 struct scan {
   char added[512], removed[512];
   int nadded, nremoved;
+  int nemfile;         /* cgroups left out: no descriptor left */
+  char emfile[256];    /* the first of them */
 };
 
 /* groups[] is sorted by rel: where rel is, or would go. */
@@ -320,21 +390,31 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
     if (g->stale) {
       /* Removed, and a cgroup is at the same path again (a restarted
        * service or pod of the same name): open the new one's files. */
-      for (int r = 0; r < RES_COUNT; r++)
-        if (g->fd[r] >= 0)
-          close(g->fd[r]);
-      g->stale = group_open(g, dir) == 0;
+      bool emfile = false;
+      g->stale = group_open(g, dir, &emfile) == 0;
+      if (g->stale && emfile && s->nemfile++ == 0)
+        snprintf(s->emfile, sizeof(s->emfile), "%s", rel);
       if (!g->stale)
         E_INFO("pressure: cgroup %s was made again; reading the new one.",
                rel);
     }
     return;
   }
-  struct psi_source g = {.seen = true, .hash = path_hash(rel)};
+  struct psi_source g = {.seen = true, .hash = path_hash(rel),
+                         .fd = {-1, -1, -1, -1}, .rel = strdup(rel)};
+  if (!g.rel)
+    return;
   cgroup_name(rel, g.base);
   memcpy(g.instance, g.base, sizeof(g.instance));
-  if (group_open(&g, dir) == 0) {
+  bool emfile = false;
+  if (group_open(&g, dir, &emfile) == 0) {
     source_close(&g);
+    if (emfile) {
+      /* Not "no PSI files": tried again at the next scan. */
+      if (s->nemfile++ == 0)
+        snprintf(s->emfile, sizeof(s->emfile), "%s", rel);
+      return;
+    }
     if (!skipped_has(rel)) {
       E_INFO("pressure: cgroup %s has no readable PSI files (cgroup.pressure "
              "0, or PSI off); it is skipped.",
@@ -344,10 +424,7 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
     return;
   }
   struct psi_source *ng = realloc(groups, (ngroups + 1) * sizeof(*ng));
-  g.rel = strdup(rel);
-  if (!ng || !g.rel) {
-    if (ng)
-      groups = ng;
+  if (!ng) {
     source_close(&g);
     return;
   }
@@ -407,7 +484,7 @@ static void scan_cgroups(void) {
   for (size_t i = 0; i < ngroups; i++)
     groups[i].seen = false;
 
-  struct scan s = {"", "", 0, 0};
+  struct scan s = {"", "", 0, 0, 0, ""};
   for (size_t p = 0; p < cfg.ncgroups; p++)
     cgroup2_glob(cfg.cgroups[p], scan_one, &s);
   skipped_forget_unseen();
@@ -430,6 +507,16 @@ static void scan_cgroups(void) {
            s.nremoved == 1 ? "" : "s", s.removed);
   if (s.nadded || s.nremoved)
     groups_unshare();
+  if (s.nemfile) {
+    struct rlimit rl = {0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    E_WARNING("pressure: %d cgroup%s (%s%s) left out for now: collectd has "
+              "no file descriptor left (EMFILE: its limit, RLIMIT_NOFILE, is "
+              "%llu, LimitNOFILE= in its systemd unit); the next scan tries "
+              "again.",
+              s.nemfile, s.nemfile == 1 ? "" : "s", s.emfile,
+              s.nemfile > 1 ? ", ..." : "", (unsigned long long)rl.rlim_cur);
+  }
 }
 
 /* The glob(3) of every Cgroup pattern was a third of a read with 50
@@ -472,12 +559,13 @@ static int pressure_read(void) {
     }
     for (size_t i = 0; i < ngroups; i++)
       for (int r = 0; r < RES_COUNT; r++)
-        if (groups[i].fd[r] >= 0 && read_source(&groups[i], r) != 0) {
+        if ((groups[i].have & (1u << r)) && read_source(&groups[i], r) != 0) {
           /* Removed (the kernel's files of a removed cgroup fail to
-           * read): the next read scans, which drops it, or reopens it
-           * when a cgroup is at its path again. */
-          close(groups[i].fd[r]);
-          groups[i].fd[r] = -1;
+           * read; a file opened for the read is another one): the next
+           * read scans, which drops it, or reopens it when a cgroup is at
+           * its path again. */
+          fd_drop(&groups[i], r);
+          groups[i].have &= ~(1u << r);
           groups[i].stale = true;
           scan_asked = true;
         }
@@ -488,6 +576,7 @@ static int pressure_read(void) {
 static int pressure_init(void) {
   for (int r = 0; r < RES_COUNT; r++)
     host.fd[r] = -1;
+  host.have = 0;
   host_res = 0;
   source_name(&host);
   if (cfg.host) {
@@ -513,6 +602,7 @@ static int pressure_init(void) {
         continue;
       }
       host.fd[r] = fd;
+      host.have |= 1u << r;
       host_res |= 1u << r;
     }
   }
@@ -538,6 +628,7 @@ static void pressure_shutdown(void) {
   free(groups);
   groups = NULL;
   ngroups = 0;
+  fds_kept = 0;
   cfg_free_list(cfg.cgroups);
   cfg.cgroups = NULL;
   cfg.ncgroups = 0;
