@@ -197,11 +197,14 @@ $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
 $(BUILD)/tests/drops_test: $(BUILD)/bpf/drops.skel.h
 
+# The loader's objects: the choice (loader.c), the flavours' probes
+# (probe.c) and libbpf's log (libbpf_log.c).
+LOADER_OBJS := $(addprefix $(BUILD)/plugin/common/,loader.o probe.o libbpf_log.o)
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.
@@ -301,10 +304,10 @@ clean:
 
 # Measurements for docs/tcp_window.md (not part of `make check`).
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
 		$(BUILD)/plugin/common/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
 		$(BUILD)/plugin/common/owners.o \
 		-o $@ -lbpf -lelf -lz -lm
