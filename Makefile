@@ -185,7 +185,7 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
-	drops_test:drops/drops
+	drops_test:drops/names
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
@@ -195,7 +195,6 @@ endef
 $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 # The Cgroup filter's test loads the maps of netstacklat's object.
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
-$(BUILD)/tests/drops_test: $(BUILD)/bpf/drops.skel.h
 
 # The loader's objects: the choice (loader.c), the flavours' probes
 # (probe.c) and libbpf's log (libbpf_log.c).
