@@ -185,7 +185,7 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
-	drops_test:drops/drops
+	drops_test:drops/names
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
@@ -195,13 +195,15 @@ endef
 $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 # The Cgroup filter's test loads the maps of netstacklat's object.
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
-$(BUILD)/tests/drops_test: $(BUILD)/bpf/drops.skel.h
 
+# The loader's objects: the choice (loader.c), the flavours' probes
+# (probe.c) and libbpf's log (libbpf_log.c).
+LOADER_OBJS := $(addprefix $(BUILD)/plugin/common/,loader.o probe.o libbpf_log.o)
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.
@@ -309,10 +311,10 @@ clean:
 
 # Measurements for docs/tcp_window.md (not part of `make check`).
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
 		$(BUILD)/plugin/common/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
 		$(BUILD)/plugin/common/owners.o \
 		-o $@ -lbpf -lelf -lz -lm

@@ -271,6 +271,60 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 #ifndef READCOST_NO_MAIN /* bench/slices.c reuses the stand-ins above */
+/* dlopen the plugin, register it and give it conf: 0, or 1 with the
+ * reason on stderr. */
+static int load_plugin(const char *so, oconfig_item_t *conf) {
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "readcost: %s\n", dlerror());
+    return 1;
+  }
+  void (*reg)(void) = (void (*)(void))dlsym(h, "module_register");
+  if (!reg) {
+    fprintf(stderr, "readcost: no module_register\n");
+    return 1;
+  }
+  reg();
+  if (!cb_config || !cb_init || !cb_read || cb_config(conf) != 0) {
+    fprintf(stderr, "readcost: config failed\n");
+    return 1;
+  }
+  return 0;
+}
+
+/* n read callbacks, one every period_ms: each one's thread CPU and wall
+ * time in us, the values dispatched before the first (disp0), and the run
+ * statistics of the programs around them. */
+struct reads {
+  double *cpu, *wall;
+  long disp0;
+  unsigned long long runs0, runns0, runs1, runns1;
+};
+
+static void timed_reads(int n, long period_ms, struct reads *r) {
+  r->cpu = calloc((size_t)n, sizeof(double));
+  r->wall = calloc((size_t)n, sizeof(double));
+  r->disp0 = 0;
+  /* The first read only takes the baseline of the cumulative counters. */
+  cb_read();
+  progs_runstats(&r->runs0, &r->runns0);
+  for (int i = 0; i < n; i++) {
+    struct timespec sl = {period_ms / 1000, (period_ms % 1000) * 1000000L};
+    nanosleep(&sl, NULL);
+    if (i == 0)
+      r->disp0 = ndispatched;
+    struct timespec w0, w1, c0, c1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    cb_read();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    r->cpu[i] = ms_between(c0, c1) * 1e3;
+    r->wall[i] = ms_between(w0, w1) * 1e3;
+  }
+  progs_runstats(&r->runs1, &r->runns1);
+}
+
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s EBPF_SO CONF N PERIOD_MS\n", argv[0]);
@@ -288,21 +342,8 @@ int main(int argc, char **argv) {
 
   long rss0 = rss_kib(), anon0 = status_kib("RssAnon:"),
        file0 = status_kib("RssFile:");
-  void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "readcost: %s\n", dlerror());
+  if (load_plugin(argv[1], conf) != 0)
     return 1;
-  }
-  void (*reg)(void) = (void (*)(void))dlsym(h, "module_register");
-  if (!reg) {
-    fprintf(stderr, "readcost: no module_register\n");
-    return 1;
-  }
-  reg();
-  if (!cb_config || !cb_init || !cb_read || cb_config(conf) != 0) {
-    fprintf(stderr, "readcost: config failed\n");
-    return 1;
-  }
   struct timespec w0, w1, c0, c1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -314,27 +355,9 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   double init_ms = ms_between(w0, w1), init_cpu = ms_between(c0, c1);
 
-  double *cpu = calloc((size_t)n, sizeof(double));
-  double *wall = calloc((size_t)n, sizeof(double));
-  long disp0 = 0;
-  /* The first read only takes the baseline of the cumulative counters. */
-  cb_read();
-  unsigned long long runs0, runns0, runs1, runns1;
-  progs_runstats(&runs0, &runns0);
-  for (int i = 0; i < n; i++) {
-    struct timespec sl = {period_ms / 1000, (period_ms % 1000) * 1000000L};
-    nanosleep(&sl, NULL);
-    if (i == 0)
-      disp0 = ndispatched;
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    cb_read();
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    clock_gettime(CLOCK_MONOTONIC, &w1);
-    cpu[i] = ms_between(c0, c1) * 1e3;
-    wall[i] = ms_between(w0, w1) * 1e3;
-  }
-  progs_runstats(&runs1, &runns1);
+  struct reads r;
+  timed_reads(n, period_ms, &r);
+  double *cpu = r.cpu, *wall = r.wall;
   long rss1 = rss_kib(), ml;
   long anon1 = status_kib("RssAnon:"), file1 = status_kib("RssFile:");
   /* What init freed but the allocator kept: malloc_trim gives it back. */
@@ -342,7 +365,7 @@ int main(int argc, char **argv) {
   long anon_trim = status_kib("RssAnon:");
   int nmaps;
   maps_memlock(&ml, &nmaps);
-  double per_read = n ? (double)(ndispatched - disp0) / n : 0;
+  double per_read = n ? (double)(ndispatched - r.disp0) / n : 0;
   qsort(cpu, (size_t)n, sizeof(double), cmp_d);
   qsort(wall, (size_t)n, sizeof(double), cmp_d);
   printf("init_ms=%.2f init_cpu_ms=%.2f read_cpu_us_med=%.1f "
@@ -358,8 +381,8 @@ int main(int argc, char **argv) {
   if (getenv("BENCH_PROG_STATS"))
     printf("prog_runs_per_read=%.1f prog_run_ns_per_read=%.0f "
            "notifications=%ld\n",
-           n ? (double)(runs1 - runs0) / n : 0,
-           n ? (double)(runns1 - runns0) / n : 0, nnotified);
+           n ? (double)(r.runs1 - r.runs0) / n : 0,
+           n ? (double)(r.runns1 - r.runns0) / n : 0, nnotified);
   if (cb_shutdown)
     cb_shutdown();
   return 0;

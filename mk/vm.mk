@@ -18,10 +18,11 @@ VM_KVM     ?= 0
 VM_NOBTF   ?= generic
 
 .PHONY: check-vm
-$(BUILD)/vm/vmtraffic: tests/vm/vmtraffic.c
+# vmtraffic: a file per command in tests/vm/vmtraffic/ (main.c lists them).
+$(BUILD)/vm/vmtraffic: $(wildcard tests/vm/vmtraffic/*.c) tests/vm/vmtraffic/vmtraffic.h
 	$(Q)mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $< -o $@ -lm
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) $(filter %.c,$^) -o $@ -lm
 
 $(BUILD)/vm/bpfverify: tests/vm/bpfverify.c
 	$(Q)mkdir -p $(@D)

@@ -1,4 +1,4 @@
-/* Shared between bpf/drops/drops.bpf.c and plugin/drops/drops.c. */
+/* Shared between bpf/drops/drops.bpf.c and plugin/drops/names.c, notify.c. */
 #ifndef DROPS_H
 #define DROPS_H
 

@@ -5,18 +5,16 @@
  * compiler suffix cut off, data symbols ignored, MaxLocations names and
  * the rest at_other, one WARNING when the file shows no addresses). */
 /* Links with the plugin's other objects (see the Makefile). */
-#include "../../plugin/drops/drops.c"
+#include "../../plugin/drops/names.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 
 #include <ctype.h>
 
 static void reset(long long max_locations) {
-  drops_shutdown();
+  drops_names_free();
   mock_reset();
-  cfg.max_locations = max_locations;
-  locs = calloc(DROPS_LOCATIONS_MAX, sizeof(*locs));
-  fns = calloc((size_t)max_locations, sizeof(*fns));
+  drops_locations_alloc(max_locations);
 }
 
 DEF_TEST(reason_names_strip_the_prefix) {
@@ -29,10 +27,10 @@ DEF_TEST(reason_names_strip_the_prefix) {
   free(a);
   free(b);
   free(c);
-  CHECK(reason_name_ok("socket_rcvbuff"));
-  CHECK(!reason_name_ok("no-socket"));
-  CHECK(!reason_name_ok(""));
-  CHECK(!reason_name_ok("No_socket"));
+  CHECK(drops_reason_name_ok("socket_rcvbuff"));
+  CHECK(!drops_reason_name_ok("no-socket"));
+  CHECK(!drops_reason_name_ok(""));
+  CHECK(!drops_reason_name_ok("No_socket"));
   return 0;
 }
 
@@ -49,7 +47,7 @@ DEF_TEST(reasons_from_the_running_kernels_btf) {
     printf("SKIP: drops_test.reasons_from_the_running_kernels_btf (no reasons)\n");
     return 0;
   }
-  CHECK_EQ_INT(1, read_reasons(btf));
+  CHECK_EQ_INT(1, drops_reasons_read(btf));
   /* Every enumerator read again here, one by one. */
   const struct btf_type *t = btf__type_by_id(btf, id);
   const struct btf_enum *e = btf_enum(t);
@@ -117,8 +115,8 @@ DEF_TEST(locations_named_from_kallsyms) {
   CHECK_EQ_INT(0, locs[2].fn); /* the same function, another address */
   CHECK_EQ_INT(-1, locs[3].fn); /* tcp_v4_rcv: past MaxLocations */
   CHECK_EQ_INT(-1, locs[4].fn); /* above data: still tcp_v4_rcv's text */
-  CHECK(!strcmp(location_name(0xffffffff81100900ULL), "at_udp_rcv"));
-  CHECK(!strcmp(location_name(0xffffffff81200004ULL), "at_other"));
+  CHECK(!strcmp(drops_location_name(0xffffffff81100900ULL), "at_udp_rcv"));
+  CHECK(!strcmp(drops_location_name(0xffffffff81200004ULL), "at_other"));
   CHECK_EQ_INT(-1, mock_log_find(LOG_WARNING, "kallsyms"));
   return 0;
 }
@@ -152,6 +150,6 @@ int main(void) {
   RUN_TEST(reasons_from_the_running_kernels_btf);
   RUN_TEST(locations_named_from_kallsyms);
   RUN_TEST(kallsyms_without_addresses_warns_once);
-  drops_shutdown();
+  drops_names_free();
   END_TEST;
 }
