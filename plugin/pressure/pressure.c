@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* pressure: Linux PSI (pressure stall information) for the host and for
- * cgroup v2 groups. Files are opened once and pread() every interval:
- * PSI files are seq_files, and a pread at offset 0 re-renders them without
- * the open/close (and path walk) of a fresh read. */
+ * cgroup v2 groups. Files are opened once and pread() every interval (PSI
+ * files are seq_files, and a pread at offset 0 re-renders them without the
+ * open/close and path walk of a fresh read), up to FD_KEEP of the cgroups'
+ * files; those past it are opened at each read. */
 #include "common/cgroup.h"
-#include "core/ebpf.h"
+#include "pressure/internal.h"
 #include "pressure/psi_parse.h"
 
 #include <fcntl.h>
@@ -15,18 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FEATURE "pressure"
 
-enum { RES_CPU, RES_MEMORY, RES_IO, RES_IRQ, RES_COUNT };
-static const char *const res_name[RES_COUNT] = {"cpu", "memory", "io", "irq"};
 
-static struct {
-  bool host;
-  unsigned resources; /* bitmask of RES_* */
-  unsigned averages;  /* bitmask: 1 avg10, 2 avg60, 4 avg300 */
-  char **cgroups;     /* path globs below the cgroup2 root */
-  size_t ncgroups;
-} cfg = {.host = true, .resources = (1u << RES_COUNT) - 1, .averages = 7};
 
 struct psi_source {
   char *rel;                 /* cgroup path below the root; NULL for host */
@@ -48,116 +39,6 @@ static struct psi_source *groups;
 static size_t ngroups;
 static unsigned host_res; /* resources the host actually provides */
 static bool warned_no_cg2;
-
-/* ---------------------------------------------------------------- config */
-
-static int parse_resources(const oconfig_item_t *ci) {
-  unsigned mask = 0;
-  if (ci->values_num < 1 || ci->children_num != 0)
-    goto bad;
-  for (int i = 0; i < ci->values_num; i++) {
-    if (ci->values[i].type != OCONFIG_TYPE_STRING)
-      goto bad;
-    int r;
-    for (r = 0; r < RES_COUNT; r++)
-      if (strcasecmp(ci->values[i].value.string, res_name[r]) == 0)
-        break;
-    if (r == RES_COUNT)
-      goto bad;
-    mask |= 1u << r;
-  }
-  cfg.resources = mask;
-  return 0;
-bad:;
-  char buf[256];
-  E_ERROR("invalid value %s for option \"Resources\" in block <Pressure>: "
-          "expected one or more of \"cpu\" \"memory\" \"io\" \"irq\".",
-          cfg_values_str(ci, buf, sizeof(buf)));
-  return -1;
-}
-
-/* Averages 10 60 300: which of the kernel's running averages to dispatch
- * (the totals always are: any average can be derived from them). */
-static int parse_averages(const oconfig_item_t *ci) {
-  static const int window[3] = {10, 60, 300};
-  unsigned mask = 0;
-  if (ci->values_num < 1 || ci->children_num != 0)
-    goto bad;
-  for (int i = 0; i < ci->values_num; i++) {
-    const oconfig_value_t *v = &ci->values[i];
-    double d;
-    if (v->type == OCONFIG_TYPE_NUMBER)
-      d = v->value.number;
-    else if (v->type == OCONFIG_TYPE_STRING) {
-      char *end;
-      d = strtod(v->value.string, &end);
-      if (end == v->value.string || *end)
-        goto bad;
-    } else
-      goto bad;
-    int w;
-    for (w = 0; w < 3; w++)
-      if (d == window[w])
-        break;
-    if (w == 3)
-      goto bad;
-    mask |= 1u << w;
-  }
-  cfg.averages = mask;
-  return 0;
-bad:;
-  char buf[256];
-  E_ERROR("invalid value %s for option \"Averages\" in block <Pressure>: "
-          "expected one or more of 10 60 300 (the kernel's avg10, avg60, "
-          "avg300).",
-          cfg_values_str(ci, buf, sizeof(buf)));
-  return -1;
-}
-
-enum { K_HOST, K_RESOURCES, K_AVERAGES, K_CGROUP, NKEYS };
-static const struct cfg_key keys[NKEYS] = {
-    [K_HOST] = {"Host", CK_BOOL, .def = 1,
-                .doc = "the host's /proc/pressure files"},
-    [K_RESOURCES] = {"Resources", CK_OTHER, .show = "cpu memory io irq",
-                     .doc = "which of cpu, memory, io, irq"},
-    [K_AVERAGES] = {"Averages", CK_OTHER, .show = "10 60 300",
-                    .doc = "which of the kernel's running averages (10, 60, "
-                           "300 s) are dispatched"},
-    [K_CGROUP] = {"Cgroup", CK_STRINGS, .show = "none", .repeat = true,
-                  .doc = "cgroup paths or globs below the cgroup2 root"},
-};
-static const struct cfg_block block = {"Pressure", keys, NKEYS};
-
-static int config_key(const oconfig_item_t *c, int k) {
-  switch (k) {
-  case K_HOST:
-    return cfg_key_bool(&keys[k], c, &cfg.host);
-  case K_RESOURCES:
-    return parse_resources(c);
-  case K_AVERAGES:
-    return parse_averages(c);
-  case K_CGROUP:
-    return cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
-  }
-  return -1;
-}
-
-static int pressure_config(const oconfig_item_t *ci) {
-  int errors = 0;
-  bool seen[NKEYS] = {0};
-  cfg.host = cfg_key_default(&block, K_HOST) != 0;
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    if (config_key(c, cfg_key_find(&block, c, seen)))
-      errors++;
-  }
-  if (!errors && !cfg.host && cfg.ncgroups == 0) {
-    E_ERROR("block <Pressure> has \"Host false\" and no \"Cgroup\": nothing "
-            "to read.");
-    errors++;
-  }
-  return errors ? -1 : 0;
-}
 
 /* ------------------------------------------------------------------ read */
 
@@ -629,17 +510,12 @@ static void pressure_shutdown(void) {
   groups = NULL;
   ngroups = 0;
   fds_kept = 0;
-  cfg_free_list(cfg.cgroups);
-  cfg.cgroups = NULL;
-  cfg.ncgroups = 0;
   for (size_t i = 0; i < nskipped; i++)
     free(skipped[i].rel);
   free(skipped);
   skipped = NULL;
   nskipped = 0;
-  cfg.host = cfg_key_default(&block, K_HOST) != 0;
-  cfg.resources = (1u << RES_COUNT) - 1;
-  cfg.averages = 7;
+  pressure_config_reset();
   warned_no_cg2 = false;
 }
 
@@ -647,7 +523,7 @@ const struct ebpf_feature feature_pressure = {
     .block = "Pressure",
     .name = FEATURE,
     .config = pressure_config,
-    .keys = &block,
+    .keys = &pressure_keys,
     .init = pressure_init,
     .read = pressure_read,
     .shutdown = pressure_shutdown,
