@@ -24,8 +24,6 @@
 
 #define FEATURE "drops"
 #define BLOCK "Drops"
-#define MAX_LOCATIONS_DEFAULT 32
-#define MAX_LOCATIONS_MAX 1000
 
 static struct {
   char *netns;
@@ -36,55 +34,78 @@ static struct {
   long long limit;  /* DropLimit, a second */
 } cfg;
 
+enum { K_NETNS, K_MAX_LOCATIONS, K_NOTIFY, K_LIMIT, K_IGNORE, NKEYS };
+static const struct cfg_key keys[NKEYS] = {
+    [K_NETNS] = {"NetworkNamespace", CK_STRING, .show = "host",
+                 .doc = "host, all, or a namespace's name or path"},
+    [K_MAX_LOCATIONS] = {"MaxLocations", CK_INT, 1, 1000, 32,
+                         .doc = "kernels without drop reasons: how many drop "
+                                "locations get a series of their own"},
+    [K_NOTIFY] = {"DropNotifications", CK_BOOL, .def = 0,
+                  .doc = "a notification for each drop, naming the "
+                         "connection, process and cgroup"},
+    [K_LIMIT] = {"DropLimit", CK_INT, 1, 10000, 10,
+                 .doc = "notifications a second at most, the rest counted"},
+    [K_IGNORE] = {"IgnoreReason", CK_STRINGS, .show = "none", .repeat = true,
+                  .doc = "reasons left out, as the metric names them"},
+};
+static const struct cfg_block block = {BLOCK, keys, NKEYS};
+
 static void cfg_defaults(void) {
   free(cfg.netns);
   cfg.netns = NULL;
-  cfg.max_locations = MAX_LOCATIONS_DEFAULT;
+  cfg.max_locations = (long long)cfg_key_default(&block, K_MAX_LOCATIONS);
   cfg_free_list(cfg.ignore);
   cfg.ignore = NULL;
   cfg.nignore = 0;
-  cfg.notify = false;
-  cfg.limit = 10;
+  cfg.notify = cfg_key_default(&block, K_NOTIFY) != 0;
+  cfg.limit = (long long)cfg_key_default(&block, K_LIMIT);
+}
+
+static int cfg_ignore(const oconfig_item_t *c) {
+  size_t from = cfg.nignore;
+  int st = cfg_strings_append(c, &cfg.ignore, &cfg.nignore);
+  for (size_t k = from; !st && k < cfg.nignore; k++) {
+    char *s = cfg.ignore[k];
+    for (char *p = s; *p; p++)
+      *p = (char)tolower((unsigned char)*p);
+    if (!drops_reason_name_ok(s)) {
+      E_ERROR("invalid value \"%s\" for option \"IgnoreReason\" in block "
+              "<" BLOCK ">: a reason is written as the metric names it "
+              "(letters, digits and '_', e.g. \"no_socket\").",
+              s);
+      st = -1;
+    }
+  }
+  return st;
+}
+
+static int config_key(const oconfig_item_t *c, int k) {
+  switch (k) {
+  case K_NETNS:
+    return cfg_string(c, &cfg.netns);
+  case K_MAX_LOCATIONS:
+    return cfg_key_int(&keys[k], c, &cfg.max_locations);
+  case K_NOTIFY:
+    return cfg_key_bool(&keys[k], c, &cfg.notify);
+  case K_LIMIT:
+    return cfg_key_int(&keys[k], c, &cfg.limit);
+  case K_IGNORE:
+    return cfg_ignore(c);
+  }
+  return -1;
 }
 
 static int drops_config(const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen_ns = false, seen_ml = false, seen_dn = false, seen_dl = false;
+  bool seen[NKEYS] = {0};
   cfg_defaults();
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
-    int st;
-    if (strcasecmp(c->key, "NetworkNamespace") == 0) {
-      st = cfg_once(c, &seen_ns) || cfg_string(c, &cfg.netns);
-    } else if (strcasecmp(c->key, "MaxLocations") == 0) {
-      st = cfg_once(c, &seen_ml) ||
-           cfg_int_range(c, 1, MAX_LOCATIONS_MAX, &cfg.max_locations);
-    } else if (strcasecmp(c->key, "DropNotifications") == 0) {
-      st = cfg_once(c, &seen_dn) || cfg_bool(c, &cfg.notify);
-    } else if (strcasecmp(c->key, "DropLimit") == 0) {
-      st = cfg_once(c, &seen_dl) || cfg_int_range(c, 1, 10000, &cfg.limit);
-    } else if (strcasecmp(c->key, "IgnoreReason") == 0) {
-      size_t from = cfg.nignore;
-      st = cfg_strings_append(c, &cfg.ignore, &cfg.nignore);
-      for (size_t k = from; !st && k < cfg.nignore; k++) {
-        char *s = cfg.ignore[k];
-        for (char *p = s; *p; p++)
-          *p = (char)tolower((unsigned char)*p);
-        if (!drops_reason_name_ok(s)) {
-          E_ERROR("invalid value \"%s\" for option \"IgnoreReason\" in block "
-                  "<" BLOCK ">: a reason is written as the metric names it "
-                  "(letters, digits and '_', e.g. \"no_socket\").",
-                  s);
-          st = -1;
-        }
-      }
-    } else {
-      st = cfg_unknown(c, BLOCK);
-    }
-    if (st)
+    if (config_key(c, cfg_key_find(&block, c, seen)))
       errors++;
   }
-  if (!errors && seen_dl && !cfg.notify) {
+  if (!errors && seen[K_LIMIT] && !cfg.notify) {
     E_ERROR("option \"DropLimit\" in block <" BLOCK "> needs "
             "DropNotifications true.");
     errors++;
@@ -308,6 +329,7 @@ const struct ebpf_feature feature_drops = {
     .block = BLOCK,
     .name = FEATURE,
     .config = drops_config,
+    .keys = &block,
     .init = drops_init_entry,
     .read = drops_read,
     .shutdown = drops_shutdown,
