@@ -174,7 +174,7 @@ $(BUILD)/tests/read_cost: tests/helpers/read_cost.c tests/unit/mock_collectd.c \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
-$(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c \
+$(BUILD)/tests/config_test $(BUILD)/tests/keys_test: $(BUILD)/tests/%: tests/unit/%.c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/core/ebpf.o,$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
