@@ -145,7 +145,8 @@ static __always_inline __u32 nsl_slot_of(__u64 ns) {
 /* OutlierThreshold: one record per event above it, to user space through
  * the ring buffer netstacklat_outliers (within OutlierLimit per second).
  * Addresses are in network byte order (IPv4 in the first 4 bytes), ports
- * in host order; fields a hook cannot know are 0 (see the README). */
+ * in host order; fields a hook cannot know are 0 (see collectd-ebpf(5),
+ * "Latency outliers"). */
 struct nsl_outlier {
   __u64 time_ns; /* of the event, CLOCK_REALTIME */
   __u64 latency_ns;

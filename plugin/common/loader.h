@@ -54,7 +54,7 @@ struct hook_prog {
 #define HOOK_MAX_LINKS HOOK_MAX_PROGS
 
 struct hook_def {
-  const char *name; /* hook name, as in the README's metric reference */
+  const char *name; /* hook name, as in collectd-ebpf(5)'s METRICS */
   struct hook_prog progs[HOOK_MAX_PROGS];
 };
 

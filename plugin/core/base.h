@@ -61,7 +61,7 @@ void cfg_free_list(char **list);
 /* Render the values of ci as text (for messages). */
 const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len);
 
-/* ---- names: the README's "Names of cgroups" (a naming rule of the
+/* ---- names: collectd-ebpf(5), "Names of cgroups" (a naming rule of the
  * project's design notes) ---- */
 /* The naming rule of every group part (cgroup path, interface) of an
  * instance, shared by all features so that one cgroup has one name:

@@ -25,8 +25,8 @@ static uint64_t notified;
 static int64_t mono_to_real; /* CLOCK_REALTIME - CLOCK_MONOTONIC, this read */
 static uint32_t self_netns;
 
-/* One record: one WARNING notification (fields: README, "Dropped
- * packets"). */
+/* One record: one WARNING notification (fields: collectd-ebpf(5),
+ * "Dropped packets"). */
 static int on_event(void *ctx, void *data, size_t len) {
   (void)ctx;
   const struct drops_event *e = data;

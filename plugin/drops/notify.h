@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* DropNotifications: each record of the BPF ring buffer as one WARNING
- * notification (fields: README, "Dropped packets"), and the counts of
+ * notification (fields: collectd-ebpf(5), "Dropped packets"), and the counts of
  * those sent and of those the DropLimit suppressed. */
 #ifndef EBPF_DROPS_NOTIFY_H
 #define EBPF_DROPS_NOTIFY_H

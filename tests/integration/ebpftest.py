@@ -244,7 +244,8 @@ class NotificationSink:
 
 
 def name_rule(path):
-    """The README's naming rule for a cgroup, written again from its text:
+    """The naming rule for a cgroup (collectd-ebpf(5), "Names of cgroups"),
+    written again from its text:
     lower case, outside [a-z0-9_.] -> "_"; over 96 characters,
     <head>..<fnv1a32 of the path, 8 hex>_<leaf, at most 48>, 96 in all."""
     path = path.strip("/")
@@ -267,8 +268,9 @@ def path_hash(path):
 
 
 def shared_name(path):
-    """The README's name of a source whose name by the rule another source
-    in use has too: the name (cut to 87 characters) + "_<path hash>"."""
+    """The name (collectd-ebpf(5), "Names of cgroups") of a source whose
+    name by the rule another source in use has too: the name (cut to 87
+    characters) + "_<path hash>"."""
     return name_rule(path)[:87] + "_%08x" % path_hash(path)
 
 

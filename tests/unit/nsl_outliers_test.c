@@ -1,8 +1,8 @@
 /* netstacklat's outlier records as notifications: each record one WARNING
  * of plugin netstacklat, plugin_instance the hook, type_instance outlier,
- * with the fields the record has (README, "Notifications"), in order, the
- * message and the typed meta data alike; a record too short, or of a hook
- * out of range, sends nothing. */
+ * with the fields the record has (collectd-ebpf(5), "Latency outliers"),
+ * in order, the message and the typed meta data alike; a record too short,
+ * or of a hook out of range, sends nothing. */
 /* Links with the plugin's other objects (see the Makefile). */
 #include "../../plugin/netstacklat/outliers.c"
 #include "mock_collectd.h"
