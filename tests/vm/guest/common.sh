@@ -1,6 +1,6 @@
 # Sourced by tests/vm/guest-check: what every check of the guest uses
 # (the cell lines, the csv values, waiting for the plugin's reads,
-# collectd's start and stop, log excerpts).
+# collectd's start and stop, log excerpts, the checks' timing).
 
 N_UDP=${N_UDP:-100}        # datagrams per address family
 M_TCP=${M_TCP:-30}         # messages (= reads) per TCP connection
@@ -200,4 +200,23 @@ min_since() { # plugin-instance type-instance t0 -> smallest value since t0 ("" 
   cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
     awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
       END { print m }'
+}
+
+# ------------------------------------------------------------ timing
+# "TIME: <mode> <check> <seconds>" after each check: the guest's own time
+# (/proc/uptime, 10 ms steps) that the check took, for the host's
+# build/vm/cell-times.txt (tests/vm/run-matrix). No fork: the checks'
+# waits follow the plugin's reads, and the timing must not move them.
+# Not nested: one check at a time. /proc/uptime has two decimals.
+timed() { # check function args... -> the function's exit status
+  tm_name=$1
+  shift
+  read -r tm_up tm_idle </proc/uptime
+  tm_0=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100))
+  "$@"
+  tm_rc=$?
+  read -r tm_up tm_idle </proc/uptime
+  tm_d=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100 - tm_0))
+  printf 'TIME: %s %s %d.%02d\n' "${TM_MODE:--}" "$tm_name" $((tm_d / 100)) $((tm_d % 100))
+  return $tm_rc
 }

@@ -1,7 +1,7 @@
 # Sourced by tests/vm/guest-check: the main run of a mode, one collectd
 # with netstacklat, tcp_window (and pressure in the auto and nobtf runs),
-# its checks one after the other, and at the end that collectd left no
-# program behind.
+# its checks one after the other, each timed (timed, common.sh), and at
+# the end that collectd left no program behind.
 
 run_mode() { # auto | kprobe | tracepoint | nobtf
   mode=$1
@@ -16,31 +16,31 @@ run_mode() { # auto | kprobe | tracepoint | nobtf
     # copy stays readable for BTFPath.
     cp /sys/kernel/btf/vmlinux /tmp/vmlinux.btf || { cell nobtf.report - no - FAIL "no /sys/kernel/btf/vmlinux to hide"; return; }
     mount -t tmpfs -o size=1m nobtf /sys/kernel/btf
-    check_nobtf_report
+    timed nobtf.report check_nobtf_report
     amode=auto
     extra="  BTFPath \"/tmp/vmlinux.btf\"
   <Pressure>
     Host true
   </Pressure>"
   fi
-  loader_selftest "$mode"
-  main_start || return
-  nsl_traffic
+  timed selftest loader_selftest "$mode"
+  timed collectd.start main_start || return
+  timed netstacklat.traffic nsl_traffic
   case " $ATTACHED " in *" tcp_socket_read "*)
-    nsl_delay
-    nsl_quantiles
+    timed netstacklat.delay nsl_delay
+    timed netstacklat.quantiles nsl_quantiles
     ;;
   esac
-  nsl_cells
-  check_tcp_window "$mode"
-  check_flavour_gauges "$mode"
-  check_concurrency "$mode"
+  timed netstacklat.cells nsl_cells
+  timed tcp_window check_tcp_window "$mode"
+  timed flavour.gauges check_flavour_gauges "$mode"
+  timed conc check_concurrency "$mode"
 
-  stop_collectd
+  timed collectd.stop stop_collectd
   if [ "$mode" = auto ] || [ "$mode" = nobtf ]; then
-    check_pressure
+    timed pressure check_pressure
   fi
-  check_leak
+  timed collectd.leak check_leak
 }
 
 # collectd with every feature of the mode; which hooks attached, with which
