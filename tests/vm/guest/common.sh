@@ -1,0 +1,222 @@
+# Sourced by tests/vm/guest-check: what every check of the guest uses
+# (the cell lines, the csv values, waiting for the plugin's reads,
+# collectd's start and stop, log excerpts, the checks' timing).
+
+N_UDP=${N_UDP:-100}        # datagrams per address family
+M_TCP=${M_TCP:-30}         # messages (= reads) per TCP connection
+N_DROPS=${N_DROPS:-50}     # drops of each kind per CPU (drops_check)
+D_READS=${D_READS:-20}     # reads with an injected delay
+DELAY_MS=20                # -> bucket [16777216, 33554432) ns
+NSL_HOOKS="ip_start tcp_start udp_start tcp_socket_enqueued udp_socket_enqueued tcp_socket_read udp_socket_read"
+SKIPS="no_timestamp not_rx_timestamp future map_full hol_blocked raced"
+CD=/tmp/cd
+CSV=$CD/csv
+LOG=$CD/collectd.log
+
+# In mode nobtf the flavour column reads "kprobe/nobtf" ("nobtf" for "-").
+CELL_TAG=""
+cell() {
+  c_h=$1 c_f=$2
+  shift 2
+  if [ -n "$CELL_TAG" ]; then
+    if [ "$c_f" = - ]; then c_f=$CELL_TAG; else c_f="$c_f/$CELL_TAG"; fi
+  fi
+  echo "CELL $c_h $c_f $*"
+  read -r c_up c_idle </proc/uptime
+  echo "T $c_up $c_h"
+}
+verifier_logs() { # the kernel's verifier log per rejected program (its end)
+  awk -v q="'" '/BEGIN PROG LOAD LOG/ { on = 1; n = 0; split($0, a, "prog " q); split(a[2], b, q); prog = b[1]; next }
+       /END PROG LOAD LOG/ { on = 0; if (!(prog in done)) { done[prog] = 1
+         print "verifier log of " prog " (last " (n < 25 ? n : 25) " of " n " lines):"
+         for (i = (n > 25 ? n - 25 : 0); i < n; i++) print "  " l[i] } ; next }
+       on { l[n++] = $0 }' "$LOG" | sed 's/^/LOG /'
+}
+logx() { # excerpt of the collectd log: lines matching $1
+  grep -E "$1" "$LOG" 2>/dev/null | tail -n "${2:-40}" | sed 's/^/LOG /'
+}
+
+# fentry/fexit refused by the kernel itself: ENOTSUPP (524) from the
+# attach (arm64 before 6.4 has no ftrace direct calls). The plugin says so
+# in the reason of the flavour it fell back to; the cell is n/a.
+FENTRY_NA="the kernel cannot attach fentry/fexit to kernel functions (ENOTSUPP; arm64 before 6.4)"
+fentry_refused() { # text of the plugin's attach or unavailable line
+  echo "$1" | grep -q "fentry: cannot attach to [a-z_0-9]*: .*(ENOTSUPP"
+}
+
+# The flavour a mode must attach: auto takes fentry/fexit where the kernel
+# has it; without the kernel's BTF (nobtf) only kprobes can attach.
+want_of() {
+  case "$1" in auto) echo fentry ;; nobtf) echo kprobe ;; *) echo "$1" ;; esac
+}
+
+# Which flavours the plugin's BPF code has per hook (bpf/netstacklat/netstacklat.bpf.c).
+has_flavour() { # hook flavour
+  case "$2" in
+  tracepoint) case "$1" in udp_start | udp_socket_read) return 1 ;; esac ;;
+  esac
+  return 0
+}
+
+# ------------------------------------------------------------ csv values
+val() { # plugin-instance type-instance -> latest value
+  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
+    grep '^[0-9]' | tail -n 1 | cut -d, -f2
+}
+nvals() { cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null | grep -c '^[0-9]'; }
+ops() { v=$(val "netstacklat-$1" operations); echo "${v:-0}"; }
+seen() { # measured plus skipped for any reason
+  s=$(ops "$1")
+  for r in $SKIPS; do
+    v=$(val "netstacklat-$1" "operations-skipped-$r")
+    s=$((s + ${v:-0}))
+  done
+  echo "$s"
+}
+snapshot() { # every attached hook's operations counter, one line
+  out=""
+  for h in $ATTACHED; do out="$out $h=$(ops "$h")"; done
+  echo "$out"
+}
+# How many values the plugin has dispatched so far: lines of every hook's
+# flavour gauge (ebpf/<feature>-<hook>/gauge-flavour, dispatched at every
+# read for each wanted hook, attached or not). It grows at each read.
+dispatches() { cat "$CSV"/*/ebpf-*-*/gauge-flavour-* 2>/dev/null | grep -c '^[0-9]'; }
+next_read() { # wait until the plugin has dispatched once more (4 s at most)
+  nr0=$(dispatches)
+  nr=0
+  while [ "$(dispatches)" = "$nr0" ] && [ $nr -lt 20 ]; do
+    sleep 0.2
+    nr=$((nr + 1))
+  done
+}
+settle() { # wait until the counters stop moving: the same across one read
+  last=x
+  i=0
+  while [ $i -lt 30 ]; do
+    next_read
+    cur=$(snapshot)
+    [ "$cur" = "$last" ] && return 0
+    last=$cur
+    i=$((i + 1))
+  done
+  return 1
+}
+snmp() { # the kernel's counters: "Ip.InReceives=n Tcp.InSegs=n ... Ip6InReceives=n"
+  awk 'NR % 2 == 1 { split($0, k) ; next }
+       { for (i = 2; i <= NF; i++) printf "%s%s=%s\n", k[1], k[i], $i }' /proc/net/snmp |
+    sed 's/^\([A-Za-z]*\):/\1./'
+  awk '{ print $1 "=" $2 }' /proc/net/snmp6
+}
+kdelta() { # key -> after - before
+  a=$(echo "$K1" | awk -F= -v k="$1" '$1 == k { print $2 }')
+  b=$(echo "$K0" | awk -F= -v k="$1" '$1 == k { print $2 }')
+  echo $((${a:-0} - ${b:-0}))
+}
+prog_ids() { bpftool prog show 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p'; }
+held_ids() { # BPF program ids held by pid $1
+  cat /proc/"$1"/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u
+}
+
+# ------------------------------------------------------------- collectd
+# The bucket rates (26 values per hook every second, each a file the csv
+# plugin appends to: emulated, the costliest part of a guest's idle time)
+# only where a check reads them: the main run's delayed reads.
+CD_BUCKETS=false
+start_collectd() { # AttachMode, extra config, extra <Netstacklat> lines
+  rm -rf "$CD"
+  mkdir -p "$CD"
+  cat >"$CD/collectd.conf" <<EOF
+Interval 1
+Hostname "vm"
+BaseDir "$CD"
+PIDFile "$CD/collectd.pid"
+PluginDir "/opt/collectd"
+TypesDB "/usr/share/collectd/types.db"
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel debug
+  File "$LOG"
+</Plugin>
+LoadPlugin csv
+<Plugin csv>
+  DataDir "$CSV"
+  StoreRates false
+</Plugin>
+LoadPlugin ebpf
+<Plugin ebpf>
+  AttachMode "$1"
+EOF
+  if [ -n "${CD_ONLY:-}" ]; then # this body instead of the two features
+    echo "$CD_ONLY" >>"$CD/collectd.conf"
+  else
+    cat >>"$CD/collectd.conf" <<EOF
+  <Netstacklat>
+    Buckets $CD_BUCKETS
+${3:-}
+  </Netstacklat>
+  <WindowClamp>
+    Threshold 32768
+    TcpMemory false
+    StalledReceivers false
+  </WindowClamp>
+$2
+EOF
+  fi
+  echo "</Plugin>" >>"$CD/collectd.conf"
+  read -r sc_up sc_idle </proc/uptime
+  collectd -f -C "$CD/collectd.conf" >"$CD/stdout" 2>&1 &
+  CD_PID=$!
+  i=0
+  while [ $i -lt 600 ]; do
+    if grep -q "Initialization complete" "$LOG" 2>/dev/null; then
+      read -r sc_up2 sc_idle </proc/uptime
+      echo "T $sc_up2 collectd-start $(awk -v a="$sc_up" -v b="$sc_up2" 'BEGIN { printf "%.1f", b - a }') s"
+      return 0
+    fi
+    kill -0 $CD_PID 2>/dev/null || break
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+
+stop_collectd() {
+  kill -TERM $CD_PID 2>/dev/null
+  wait $CD_PID
+  CD_RC=$?
+}
+
+# Flavour chosen per hook, from the INFO lines; reasons from the WARNINGs.
+chosen() { sed -n "s/.*netstacklat: hook $1 attached with the \([a-z]*\) flavour.*/\1/p" "$LOG" | tail -n 1; }
+unavail() { sed -n "s/.*netstacklat: hook $1 is unavailable on this kernel: //p" "$LOG" | tail -n 1; }
+
+max_since() { # plugin-instance type-instance t0 -> largest value since t0
+  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
+    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }'
+}
+
+min_since() { # plugin-instance type-instance t0 -> smallest value since t0 ("" if none)
+  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
+    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
+      END { print m }'
+}
+
+# ------------------------------------------------------------ timing
+# "TIME: <mode> <check> <seconds>" after each check: the guest's own time
+# (/proc/uptime, 10 ms steps) that the check took, for the host's
+# build/vm/cell-times.txt (tests/vm/run-matrix). No fork: the checks'
+# waits follow the plugin's reads, and the timing must not move them.
+# Not nested: one check at a time. /proc/uptime has two decimals.
+timed() { # check function args... -> the function's exit status
+  tm_name=$1
+  shift
+  read -r tm_up tm_idle </proc/uptime
+  tm_0=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100))
+  "$@"
+  tm_rc=$?
+  read -r tm_up tm_idle </proc/uptime
+  tm_d=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100 - tm_0))
+  printf 'TIME: %s %s %d.%02d\n' "${TM_MODE:--}" "$tm_name" $((tm_d / 100)) $((tm_d % 100))
+  return $tm_rc
+}

@@ -1,0 +1,34 @@
+# Sourced by tests/vm/guest-check: GroupBy interface with NetworkNamespace
+# "all" (cells groupby_interface_all.<mode>), collectd -T.
+
+# GroupBy interface and the Interface filter with NetworkNamespace "all" read
+# the namespace of the device or socket in every hook: each flavour must
+# still pass the verifier.
+groupby_all_loads() { # mode
+  want=$(want_of "$1")
+  sed -n '1,/^LoadPlugin ebpf/p' "$CD/collectd.conf" >"$CD/groupby.conf"
+  cat >>"$CD/groupby.conf" <<EOF
+<Plugin ebpf>
+  AttachMode "$1"
+  <Netstacklat>
+    GroupBy "interface"
+    NetworkNamespace "all"
+    Interface "lo"
+  </Netstacklat>
+</Plugin>
+EOF
+  : >"$LOG"
+  collectd -T -C "$CD/groupby.conf" >/dev/null 2>&1
+  rc=$?
+  # auto on a kernel that refuses every fentry attach falls back
+  [ "$want" = fentry ] && fentry_refused "$(grep "netstacklat: hook .* attached" "$LOG" | head -n 1)" &&
+    want="[a-z]*"
+  n=$(grep -c "netstacklat: hook .* attached with the $want flavour" "$LOG")
+  rej=$(grep -c "rejected by the kernel" "$LOG")
+  if [ "$rc" = 0 ] && [ "$n" -gt 0 ] && [ "$rej" = 0 ]; then
+    cell "groupby_interface_all.$1" "$want" yes "$n" ok "$n hooks loaded with GroupBy interface, Interface lo and NetworkNamespace all"
+  else
+    cell "groupby_interface_all.$1" "$want" no "$n" FAIL "collectd -T exit $rc, $n hooks with $want, $rej programs rejected"
+    logx "rejected|unavailable|ERROR" 20
+  fi
+}
