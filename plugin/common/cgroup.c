@@ -196,7 +196,7 @@ int cfg_cgroups_append(const oconfig_item_t *ci, char ***list, size_t *n) {
       E_ERROR("invalid value \"%s\" for option \"%s\" in block <%s>: "
               "expected a cgroup path or glob below the cgroup2 root, not "
               "empty and without \"..\", like \"system.slice/*\".",
-              (*list)[j], ci->key, ci->parent ? ci->parent->key : "?");
+              (*list)[j], ci->key, cfg_block_of(ci));
       st = -1;
     }
   return st;

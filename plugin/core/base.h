@@ -58,6 +58,11 @@ int cfg_unknown(const oconfig_item_t *ci, const char *block);
 /* Refuse a key given twice in one block; `seen` is the caller's flag. */
 int cfg_once(const oconfig_item_t *ci, bool *seen);
 void cfg_free_list(char **list);
+/* The block a key is in, for messages: collectd hands the plugin copies
+ * of its config items without their parent, so the block being parsed is
+ * kept here (cfg_key_find() sets it) and named when ci has no parent. */
+void cfg_in_block(const char *block);
+const char *cfg_block_of(const oconfig_item_t *ci);
 /* Render the values of ci as text (for messages). */
 const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len);
 

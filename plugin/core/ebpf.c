@@ -116,8 +116,10 @@ static int ebpf_config(oconfig_item_t *ci) {
       continue;
     }
     configured[f] = true;
+    cfg_in_block(features[f]->block);
     if (features[f]->config(c) != 0)
       config_errors++;
+    cfg_in_block(NULL);
   }
   /* Returning an error here would stop collectd from starting at all and
    * take every other plugin down with us; failing init disables only this

@@ -7,6 +7,7 @@
 
 int cfg_key_find(const struct cfg_block *b, const oconfig_item_t *ci,
                  bool *seen) {
+  cfg_in_block(b->name);
   for (size_t i = 0; i < b->nkeys; i++) {
     if (strcasecmp(ci->key, b->keys[i].name) != 0)
       continue;

@@ -57,10 +57,17 @@ const char *cfg_values_str(const oconfig_item_t *ci, char *buf, size_t len) {
 
 #define VALSTR(ci) cfg_values_str((ci), (char[256]){0}, 256)
 
+static const char *cfg_block;
+
+void cfg_in_block(const char *block) { cfg_block = block; }
+
+const char *cfg_block_of(const oconfig_item_t *ci) {
+  return ci->parent ? ci->parent->key : cfg_block ? cfg_block : "Plugin ebpf";
+}
+
 static int cfg_bad(const oconfig_item_t *ci, const char *want) {
-  E_ERROR("invalid value %s for option \"%s\"%s%s: expected %s.", VALSTR(ci),
-          ci->key, ci->parent ? " in block " : "",
-          ci->parent ? ci->parent->key : "", want);
+  E_ERROR("invalid value %s for option \"%s\" in block <%s>: expected %s.",
+          VALSTR(ci), ci->key, cfg_block_of(ci), want);
   return -1;
 }
 
@@ -174,7 +181,7 @@ int cfg_unknown(const oconfig_item_t *ci, const char *block) {
 int cfg_once(const oconfig_item_t *ci, bool *seen) {
   if (*seen) {
     E_ERROR("option \"%s\" given more than once in block <%s>.", ci->key,
-            ci->parent ? ci->parent->key : "?");
+            cfg_block_of(ci));
     return -1;
   }
   *seen = true;
