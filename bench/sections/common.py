@@ -355,6 +355,17 @@ class BpftraceArm:
         self.s.close()
 
 
+def held_by_ours(ours, floors):
+    """Every program of a floors arm and every one collectd holds (OursArm
+    names only netstacklat's: tcp_window's and drops' too), as
+    {prog id: (kind, name)} with kind "floor" or "ours"."""
+    ids = dict((i, ("floor", n)) for i, n in floors.items())
+    info = prog_info()
+    for i in held_prog_ids(ours.cd.proc.pid):
+        ids[i] = ("ours", info.get(i, {}).get("name", ""))
+    return ids
+
+
 # ---------------------------------------------------------------- traffic
 
 NICE = int(os.environ.get("BENCH_NICE", "-10"))
