@@ -547,7 +547,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   set_clock_offset();
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
-   * Preallocated per CPU: entries x CPUs x 280 bytes. */
+   * Preallocated per CPU: entries x CPUs x NSL_HIST_SIZE (1,680) bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += hooks[h].wanted;
