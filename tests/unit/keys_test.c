@@ -194,9 +194,166 @@ DEF_TEST(man_page) {
   return 0;
 }
 
+/* ---- the snippet and the README ---- */
+
+static const struct cfg_key *key_in(const struct cfg_block *blk,
+                                    const char *name) {
+  for (size_t j = 0; blk && j < blk->nkeys; j++)
+    if (!strcasecmp(blk->keys[j].name, name))
+      return &blk->keys[j];
+  return NULL;
+}
+
+static const struct cfg_block *block_named(const char *name) {
+  for (size_t b = 0; b < NBLOCKS; b++)
+    if (blocks(b) && !strcasecmp(blocks(b)->name, name))
+      return blocks(b);
+  return NULL;
+}
+
+/* A commented key line shows the key's default, unless the key has none
+ * (shown "none", "off"...: then an example) or its default is not a value
+ * one writes (shown in words). */
+static bool shown_is_value(const struct cfg_key *k, const char *shown) {
+  if (!k->show)
+    return true;
+  return strcmp(shown, "none") && strcmp(shown, "off") && !strchr(shown, ',') &&
+         !strstr(shown, " of ") && !strstr(shown, "all ");
+}
+
+static void unquote(const char *in, char *out, size_t len) {
+  size_t n = 0;
+  for (const char *c = in; *c && n + 1 < len; c++)
+    if (*c != '"')
+      out[n++] = *c;
+  while (n && (out[n - 1] == ' ' || out[n - 1] == '\t'))
+    n--;
+  out[n] = 0;
+}
+
+DEF_TEST(snippet) {
+  char *conf = slurp("collectd.conf.d/ebpf.conf");
+  CHECK(conf != NULL);
+  const struct cfg_block *blk = &ebpf_global_keys;
+  bool named[NBLOCKS][64] = {{0}};
+  int in_plugin = 0;
+  for (char *line = strtok(conf, "\n"); line; line = strtok(NULL, "\n")) {
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+      p++;
+    char name[64];
+    if (sscanf(p, "<Plugin %63[^>]>", name) == 1) {
+      in_plugin = !strcmp(name, "ebpf");
+      continue;
+    }
+    if (!in_plugin)
+      continue;
+    if (sscanf(p, "</%63[^>]>", name) == 1) {
+      blk = &ebpf_global_keys;
+      continue;
+    }
+    if (sscanf(p, "<%63[^>/]>", name) == 1) {
+      blk = block_named(name);
+      if (!blk)
+        FAILF("snippet: block <%s> the code does not know", name);
+      continue;
+    }
+    bool commented = *p == '#';
+    if (commented)
+      p++;
+    char key[64], value[512] = "";
+    if (sscanf(p, "%63[A-Za-z] %511[^\n]", key, value) < 2 || !isupper(key[0]))
+      continue; /* prose */
+    const struct cfg_key *k = key_in(blk, key);
+    if (!k) {
+      if (commented)
+        continue; /* a comment's words, e.g. "Averages 10 60 300 (+2 ...)" */
+      FAILF("snippet: %s in <%s> is no key of that block", key, blk->name);
+    }
+    size_t b;
+    for (b = 0; b < NBLOCKS && blocks(b) != blk; b++)
+      ;
+    named[b][k - blk->keys] = true;
+    char shown[128], got[512], want[128];
+    const char *sh = cfg_key_shown(k, shown, sizeof(shown));
+    if (!commented || !shown_is_value(k, sh))
+      continue;
+    unquote(value, got, sizeof(got));
+    unquote(sh, want, sizeof(want));
+    if (!same_value(want, got))
+      FAILF("snippet: #%s %s in <%s>, but its default is %s", key, got,
+            blk->name, want);
+  }
+  for (size_t b = 0; b < NBLOCKS; b++)
+    for (size_t j = 0; blocks(b) && j < blocks(b)->nkeys; j++)
+      if (!named[b][j])
+        FAILF("snippet: <%s> %s is not named", blocks(b)->name,
+              blocks(b)->keys[j].name);
+  free(conf);
+  return 0;
+}
+
+/* Words in the README that name a key: `Key` or `Key value` in backticks,
+ * a capital first and another inside (SampleEvery) or a key's own name. A
+ * key-shaped word that no block has and that is not collectd's own (or
+ * another plugin's) is a key the README invents or misspells. */
+static const char *const not_ours[] = {
+    "LoadPlugin", "Interval", "Hostname", "FQDNLookup", "WriteThreads",
+    "ReadThreads", "StoreRates", "RRARows", "PrintSeverity", "TypesDB",
+    "BaseDir", "PluginDir", "PIDFile", "SocketFile", "SocketGroup",
+    "SocketPerms", "DataDir", "LogLevel", "NotificationExec", "Exec",
+    "Timestamp", "PruneCalled", "LimitNOFILE", "AmbientCapabilities",
+    "CapabilityBoundingSet", "NoNewPrivileges", "ProtectClock",
+    "RestrictAddressFamilies", "SystemCallFilter", "StandardOutput",
+    "UdpNoPorts", "TcpExtTCPRcvQDrop", "TCPRcvQDrop", "InErrors",
+    "RcvbufErrors", "NoPorts", "CapEff", "TimeoutStopSec", "ExecStart",
+    "LogTimestamp", "WriteQueueLimitHigh", "WriteQueueLimitLow", NULL};
+
+static bool is_ours_or_known(const char *w) {
+  for (size_t b = 0; b < NBLOCKS; b++)
+    if (key_in(blocks(b), w))
+      return true;
+  for (const char *const *n = not_ours; *n; n++)
+    if (!strcmp(*n, w))
+      return true;
+  return false;
+}
+
+DEF_TEST(readme) {
+  char *md = slurp("README.md");
+  CHECK(md != NULL);
+  int keys = 0;
+  for (char *p = strchr(md, '`'); p; p = strchr(p + 1, '`')) {
+    char *end = strchr(p + 1, '`');
+    if (!end)
+      break;
+    char w[64];
+    if (sscanf(p + 1, "%63[A-Za-z]", w) == 1 && isupper((unsigned char)w[0])) {
+      size_t n = strlen(w);
+      char after = p[1 + n];
+      int caps = 0;
+      for (size_t i = 1; i < n; i++)
+        caps += isupper((unsigned char)w[i]) != 0;
+      bool keyish = (after == '`' || after == ' ') && caps >= 1 &&
+                    caps < (int)n - 1 && islower((unsigned char)w[1]);
+      if (keyish) {
+        keys++;
+        if (!is_ours_or_known(w))
+          FAILF("README names `%s`, which no block has", w);
+      }
+    }
+    p = end;
+  }
+  CHECK(keys >= 10);
+  free(md);
+  return 0;
+}
+
 int main(void) {
   tl_prog = "keys";
   RUN_TEST(rows_sound);
   RUN_TEST(man_page);
+  RUN_TEST(snippet);
+  RUN_TEST(readme);
   END_TEST;
 }
