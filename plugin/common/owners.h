@@ -35,7 +35,7 @@ int owners_find(const uint64_t *inodes, size_t n,
                 void (*cb)(const struct owner *o, void *arg), void *arg);
 
 /* Parse the iterator's output (exposed for the unit test): records of
- * bpf/owners.h, each inode reported once. Returns the number reported, or
+ * bpf/common/owners_rec.h, each inode reported once. Returns the number reported, or
  * -EINVAL when the buffer is cut short. */
 int owners_parse(const void *buf, size_t len,
                  void (*cb)(const struct owner *o, void *arg), void *arg);
