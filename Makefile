@@ -181,14 +181,15 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 
 # These include one plugin source (test:source; tcp_window.c: the sock_diag
 # reader against a stand-in kernel; netstacklat.c: its dispatch) and link
-# the other objects.
+# the other objects. A test that includes several names them joined by '+'
+# (test:a/x+a/y); none of their objects is linked.
 UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
 	drops_test:drops/drops
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o $(patsubst %,$(BUILD)/plugin/%.o,$(subst +, ,$(2))),$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$$(call msg,CC,$$@)
 	$$(Q)$$(CC) $$(UNIT_CFLAGS) tests/unit/mock_collectd.c $$(filter %.o,$$^) $$< -o $$@ -lbpf -lelf -lz -lm
 endef
