@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* tcp_window: TCP receive-window clamps (BPF), TCP memory against
  * net.ipv4.tcp_mem, and stalled receivers (sock_diag). The three parts start
- * and fail independently; docs/tcp_window.md is the metric reference. */
+ * and fail independently; docs/tcp_window.md is the metric reference. This
+ * file holds the block's settings and starts, reads and stops the parts
+ * (internal.h names them). */
 #define _GNU_SOURCE 1
-#include "core/ebpf.h"
-#include "common/loader.h"
+#include "tcp_window/internal.h"
+
 #include "common/netns.h"
 #include "tcp_window/tcp_window.h"
-#include "tcp_window.skel.h"
 #include "common/owners.h"
 #include "tcp_window_iter.skel.h"
 #include "tcp_window/parse.h"
@@ -17,7 +18,6 @@
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <math.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -32,16 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FEATURE "tcp_window"
 #define BLOCK "WindowClamp"
 
-static struct {
-  long long threshold;
-  double stalled_after;
-  bool clamps, transitions, tcp_memory, stalled;
-  bool stalled_notify; /* a notification per socket that stalls and ends */
-  char *netns; /* path of a network namespace file, or NULL */
-} cfg;
+static struct tcpw_cfg cfg;
 
 static void cfg_defaults(void) {
   free(cfg.netns);
@@ -111,22 +104,9 @@ static int tcp_window_config(const oconfig_item_t *ci) {
 
 /* ----------------------------------------------------------------- state */
 
-static struct tcp_window_bpf *skel;
 static uint32_t netns_ino; /* BPF filter; 0: all */
-
-static const struct hook_def clamp_hook = {
-    .name = "clamps",
-    .progs = {HOOK_PROG(tcp_window_bpf, tcp_window_fexit),
-              HOOK_PROG(tcp_window_bpf, tcp_window_sk_data_ready),
-              HOOK_PROG(tcp_window_bpf, tcp_window_kprobe),
-              HOOK_PROG(tcp_window_bpf, tcp_window_kretprobe)},
-};
-static struct hook_state hooks[1] = {{.def = &clamp_hook}};
 static bool clamps_on;
-
-static int mem_fd_sockstat = -1, mem_fd_tcp_mem = -1;
 static bool tcp_memory_on;
-static long page_size;
 
 static int diag_fd = -1;
 static uint32_t diag_seq;
@@ -142,75 +122,6 @@ static int iter_netns_fd = -1;      /* a named namespace to create it in */
  * thread must not hang on it. */
 #define DIAG_RECV_TIMEOUT_S 1
 
-/* ---------------------------------------------------------------- clamps */
-
-static struct bpf_object *clamps_open(void *ctx, void **skel_out) {
-  LIBBPF_OPTS(bpf_object_open_opts, opts,
-              .btf_custom_path = ebpf_global.btf_path);
-  skel = tcp_window_bpf__open_opts(&opts);
-  if (!skel)
-    return NULL;
-  *skel_out = skel;
-  skel->rodata->targ_threshold = (__u32)cfg.threshold;
-  skel->rodata->targ_netns = netns_ino;
-  skel->rodata->targ_transitions = cfg.transitions;
-  /* The empty twin exists only to measure the tracepoint's floor. */
-  bpf_program__set_autoload(skel->progs.tcp_window_empty, false);
-  return skel->obj;
-}
-
-static int clamps_load(void *ctx) { return tcp_window_bpf__load(skel); }
-
-static void clamps_destroy(void *ctx) {
-  tcp_window_bpf__destroy(skel);
-  skel = NULL;
-}
-
-/* Clamped wakeups counted by netstacklat's sk_data_ready program
- * (netstacklat_serve_tcp_window()): ours is then detached. */
-static bool served;
-
-static int clamps_init(void) {
-  struct loader_ops ops = {.open = clamps_open,
-                           .load = clamps_load,
-                           .destroy = clamps_destroy};
-  hooks[0].wanted = true;
-  int n = loader_run(FEATURE, &ops, hooks, 1);
-  if (n <= 0) {
-    if (skel)
-      clamps_destroy(NULL);
-    E_WARNING(FEATURE ": clamps are not counted on this kernel (see above).");
-    return n < 0 ? n : -ENOTSUP;
-  }
-  /* One program on sk_data_ready for both features: each program there
-   * costs every packet its entry (docs/performance.md). ClampTransitions
-   * keeps ours (its socket storage is this object's). */
-  served = hooks[0].flavour == FLAVOUR_TP && !cfg.transitions &&
-           netstacklat_serve_tcp_window((uint32_t)cfg.threshold, netns_ino) == 0;
-  if (served) {
-    loader_unlink(&hooks[0]);
-    E_INFO(FEATURE ": clamped wakeups are counted by netstacklat's "
-                   "sk_data_ready program (one program on the tracepoint "
-                   "for both features); tcp_window's own is not attached.");
-  }
-  return 0;
-}
-
-/* Sum of a one-slot per-CPU counter map. */
-static int percpu_sum(struct bpf_map *map, uint64_t *sum) {
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0)
-    return -EINVAL;
-  uint64_t vals[ncpu];
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(map), &zero, vals) != 0)
-    return -errno;
-  *sum = 0;
-  for (int i = 0; i < ncpu; i++)
-    *sum += vals[i];
-  return 0;
-}
-
 /* The identity of every tcp_window value (plugin "tcp_window", no
  * plugin_instance), made once. */
 static value_list_t *tw_vl(void) {
@@ -221,84 +132,6 @@ static value_list_t *tw_vl(void) {
     ready = true;
   }
   return &vl;
-}
-
-static void clamps_read(void) {
-  uint64_t v;
-  /* One meaning per name: only the fexit and kprobe flavours count the
-   * reference (tcp_try_rmem_schedule() returned with rcv_ssthresh below
-   * Threshold). No tracepoint fires there, so the tracepoint flavour counts
-   * sk_data_ready events of clamped sockets, under its own name
-   * (docs/tcp_window.md). */
-  if (hooks[0].flavour == FLAVOUR_TP) {
-    struct bpf_map *m = served ? netstacklat_tcp_window_map()
-                               : skel->maps.tcp_window_clamped_wakeups_total;
-    if (m && percpu_sum(m, &v) == 0)
-      vl_derive(tw_vl(), "operations", "clamped_wakeups", (int64_t)v);
-  } else if (percpu_sum(skel->maps.tcp_window_clamps_total, &v) == 0) {
-    vl_derive(tw_vl(), "operations", "clamps", (int64_t)v);
-  }
-  /* The kprobe flavour has no sk_storage, so no transitions. */
-  if (cfg.transitions && hooks[0].flavour != FLAVOUR_KPROBE &&
-      percpu_sum(skel->maps.tcp_window_clamp_transitions_total, &v) == 0)
-    vl_derive(tw_vl(), "operations", "clamp_transitions", (int64_t)v);
-}
-
-/* ------------------------------------------------------------ tcp memory */
-
-static int pread_all(int fd, char *buf, size_t len, size_t *got) {
-  ssize_t n = pread(fd, buf, len, 0);
-  if (n < 0)
-    return -errno;
-  *got = (size_t)n;
-  return 0;
-}
-
-static void tcp_memory_read(void) {
-  char buf[1024];
-  size_t n = 0;
-  uint64_t used, lim[3];
-  int err = pread_all(mem_fd_sockstat, buf, sizeof(buf), &n);
-  if (!err)
-    err = sockstat_tcp_mem(buf, n, &used);
-  if (err) {
-    E_WARNING(FEATURE ": /proc/net/sockstat: %s", ERRSTR(err));
-    return;
-  }
-  /* Re-read every interval: the sysctl can change at any time. */
-  err = pread_all(mem_fd_tcp_mem, buf, sizeof(buf), &n);
-  if (!err)
-    err = tcp_mem_parse(buf, n, lim);
-  if (err) {
-    E_WARNING(FEATURE ": /proc/sys/net/ipv4/tcp_mem: %s", ERRSTR(err));
-    return;
-  }
-  double ps = (double)page_size;
-  vl_gauge(tw_vl(), "memory", "tcp_in_use", (double)used * ps);
-  vl_gauge(tw_vl(), "memory", "tcp_mem_low", (double)lim[0] * ps);
-  vl_gauge(tw_vl(), "memory", "tcp_mem_pressure", (double)lim[1] * ps);
-  vl_gauge(tw_vl(), "memory", "tcp_mem_max", (double)lim[2] * ps);
-  /* Above 100 means the host is past the threshold: stock `percent` stops
-   * at 100.1, so these use `gauge` (U:U) and are never clipped. */
-  vl_gauge(tw_vl(), "gauge", "tcp_mem_pressure_percent",
-               lim[1] ? 100.0 * (double)used / (double)lim[1] : NAN);
-  vl_gauge(tw_vl(), "gauge", "tcp_mem_max_percent",
-               lim[2] ? 100.0 * (double)used / (double)lim[2] : NAN);
-}
-
-static int tcp_memory_init(void) {
-  page_size = sysconf(_SC_PAGESIZE);
-  mem_fd_sockstat = open("/proc/net/sockstat", O_RDONLY | O_CLOEXEC);
-  int err = mem_fd_sockstat < 0 ? -errno : 0;
-  if (!err) {
-    mem_fd_tcp_mem = open("/proc/sys/net/ipv4/tcp_mem", O_RDONLY | O_CLOEXEC);
-    err = mem_fd_tcp_mem < 0 ? -errno : 0;
-  }
-  if (err) {
-    E_WARNING(FEATURE ": TCP memory is not reported: %s", ERRSTR(err));
-    return err;
-  }
-  return 0;
 }
 
 /* ------------------------------------------------------ stalled receivers */
@@ -1391,8 +1224,8 @@ static int tcp_window_init(void) {
   }
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
-  tcp_memory_on = cfg.tcp_memory && tcp_memory_init() == 0;
-  clamps_on = cfg.clamps && clamps_init() == 0;
+  tcp_memory_on = cfg.tcp_memory && tcpw_mem_init() == 0;
+  clamps_on = cfg.clamps && tcpw_clamps_init(&cfg, netns_ino) == 0;
   if (!clamps_on && !tcp_memory_on && !stalled_on) {
     E_WARNING(FEATURE ": nothing of this feature can run here; it is "
               "disabled.");
@@ -1404,9 +1237,9 @@ static int tcp_window_init(void) {
 
 static int tcp_window_read(void) {
   if (clamps_on)
-    clamps_read();
+    tcpw_clamps_read(tw_vl());
   if (tcp_memory_on)
-    tcp_memory_read();
+    tcpw_mem_read(tw_vl());
   if (stalled_on)
     stalled_read();
   return 0;
@@ -1416,17 +1249,8 @@ static void tcp_window_shutdown(void) {
   diag_one_walk = true;
   marks_free();
   iter_free();
-  if (served)
-    netstacklat_unserve_tcp_window();
-  served = false;
-  loader_detach(hooks, 1);
-  if (skel)
-    clamps_destroy(NULL);
-  if (mem_fd_sockstat >= 0)
-    close(mem_fd_sockstat);
-  if (mem_fd_tcp_mem >= 0)
-    close(mem_fd_tcp_mem);
-  mem_fd_sockstat = mem_fd_tcp_mem = -1;
+  tcpw_clamps_free();
+  tcpw_mem_free();
   if (diag_fd >= 0)
     close(diag_fd);
   diag_fd = -1;
@@ -1438,7 +1262,7 @@ static void tcp_window_shutdown(void) {
 }
 
 static struct bpf_object *tcp_window_bpf_object(void) {
-  return skel ? skel->obj : NULL;
+  return tcpw_clamps_object();
 }
 
 const struct ebpf_feature feature_tcp_window = {
