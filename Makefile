@@ -183,7 +183,7 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 # reader against a stand-in kernel; netstacklat.c: its dispatch) and link
 # the other objects. A test that includes several names them joined by '+'
 # (test:a/x+a/y); none of their objects is linked.
-UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window+tcp_window/sockdiag netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
 	drops_test:drops/drops

@@ -4,14 +4,21 @@
  * (bpf/tcp_window/tcp_window.h). tcp_window.c parses the block and starts,
  * reads and stops the parts, which start and fail independently:
  *   clamps.c   receive-window clamps (BPF)
- *   tcp_mem.c  TCP memory against net.ipv4.tcp_mem */
+ *   tcp_mem.c  TCP memory against net.ipv4.tcp_mem
+ *   the stalled receivers, in layers (each file uses only those below it):
+ *     sockdiag.c the sock_diag socket and its whole walk
+ *     iter.c     the whole walk by a BPF iterator, where it loads */
 #ifndef EBPF_TCP_WINDOW_INTERNAL_H
 #define EBPF_TCP_WINDOW_INTERNAL_H
 
 #include "core/ebpf.h"
+#include "tcp_window/parse.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct netns;
 
 #define FEATURE "tcp_window"
 
@@ -44,5 +51,51 @@ struct bpf_object *tcpw_clamps_object(void);
 int tcpw_mem_init(void);
 void tcpw_mem_read(value_list_t *vl);
 void tcpw_mem_free(void);
+
+/* ---- the stalled receivers: counts of every socket into a struct
+ * stall_acc (parse.h), whose per-socket callback each part may wrap */
+
+/* A count starts afresh: the per-socket callback stays, and is called once
+ * with NULL: what it gathered from an earlier, failed or interrupted, dump
+ * is to be dropped. */
+static inline void tcpw_acc_reset(struct stall_acc *acc) {
+  *acc = (struct stall_acc){.each = acc->each, .arg = acc->arg};
+  if (acc->each)
+    acc->each(NULL, acc->arg);
+}
+
+/* ---- sockdiag.c */
+/* The sock_diag socket and the buffer of the scans (its replies, or the
+ * iterator's records). */
+struct tcpw_diag {
+  int fd;             /* NETLINK_SOCK_DIAG, connected; -1 when not open */
+  uint32_t seq;       /* nlmsg_seq of the last request */
+  unsigned char *buf; /* DIAG_BUF_SIZE bytes, the stalled receivers' own */
+};
+#define DIAG_BUF_SIZE (64 * 1024)
+extern struct tcpw_diag tcpw_diag;
+/* Open it in the calling thread's namespace: 0 or a negative errno. */
+int tcpw_diag_open(void);
+/* One whole count of the sockets into *acc by dumps: 0 or a negative errno
+ * (after one WARNING). */
+int tcpw_diag_walk(uint32_t ms, struct stall_acc *acc);
+/* Drop whatever a failed request left in the socket. */
+void tcpw_diag_drain(void);
+void tcpw_diag_close(void);
+
+/* ---- iter.c */
+/* Load and attach the iterator (name: the NetworkNamespace option, for
+ * WARNINGs); on failure a negative errno, and *why says what failed. */
+int tcpw_iter_init(const struct netns *ns, const char *name, char *why,
+                   size_t len);
+bool tcpw_iter_on(void); /* loaded: the whole walk is the iterator's */
+/* One whole count of the sockets into *acc: 0 or a negative errno (after
+ * one WARNING). */
+int tcpw_iter_count(uint32_t ms, struct stall_acc *acc);
+/* The notifications' tracked sockets, mirrored into the iterator's map:
+ * the scan hands them on with or without unread data. */
+void tcpw_iter_track(uint64_t cookie, bool on);
+void tcpw_iter_ntracked(size_t n);
+void tcpw_iter_free(void);
 
 #endif

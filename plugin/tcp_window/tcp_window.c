@@ -108,19 +108,7 @@ static uint32_t netns_ino; /* BPF filter; 0: all */
 static bool clamps_on;
 static bool tcp_memory_on;
 
-static int diag_fd = -1;
-static uint32_t diag_seq;
 static bool stalled_on;
-static unsigned char *diag_buf;
-/* The stalled-receiver scan through the BPF iterator, when it loads. */
-static struct tcp_window_iter_bpf *iskel;
-static struct bpf_link *iter_link; /* set: the scan is the iterator's */
-static int iter_netns_fd = -1;      /* a named namespace to create it in */
-#define DIAG_BUF_SIZE (64 * 1024)
-/* Longest wait for one reply datagram: the kernel answers a dump of 10,000
- * sockets in ~15 ms, so a second means it will not answer; collectd's read
- * thread must not hang on it. */
-#define DIAG_RECV_TIMEOUT_S 1
 
 /* The identity of every tcp_window value (plugin "tcp_window", no
  * plugin_instance), made once. */
@@ -136,249 +124,12 @@ static value_list_t *tw_vl(void) {
 
 /* ------------------------------------------------------ stalled receivers */
 
-/* States in which unread data can sit in the receive queue; LISTEN (whose
- * rqueue is the accept backlog), TIME_WAIT and request sockets are left
- * out by the kernel. */
-#define DIAG_STATES                                                            \
-  ((1u << 1) /* ESTABLISHED */ | (1u << 4) /* FIN_WAIT1 */ |                   \
-   (1u << 5) /* FIN_WAIT2 */ | (1u << 8) /* CLOSE_WAIT */ |                    \
-   (1u << 9) /* LAST_ACK */ | (1u << 11) /* CLOSING */)
-
-/* Send one dump request (its nlmsg_seq is `seq`) and walk the replies;
- * replies to other requests are ignored by the walk. The socket is
- * connected to the kernel (stalled_init), hence send(). */
-static int diag_request(const void *req, size_t len, uint32_t seq,
-                        uint32_t stalled_ms, struct stall_acc *acc) {
-  if (send(diag_fd, req, len, 0) < 0)
-    return -errno;
-  for (;;) {
-    ssize_t n = recv(diag_fd, diag_buf, DIAG_BUF_SIZE, 0);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      /* SO_RCVTIMEO expired */
-      return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-    }
-    if (n == 0)
-      return -EPIPE;
-    int st = sockdiag_walk(diag_buf, (size_t)n, seq, stalled_ms, acc);
-    if (st < 0)
-      return st;
-    if (st == 1)
-      return 0;
-  }
-}
-
-static int diag_dump(int family, uint32_t stalled_ms, struct stall_acc *acc) {
-  struct {
-    struct nlmsghdr nlh;
-    struct inet_diag_req_v2 r;
-  } req = {
-      .nlh = {.nlmsg_len = sizeof(req),
-              .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-              .nlmsg_seq = ++diag_seq},
-      .r = {.sdiag_family = (uint8_t)family,
-            .sdiag_protocol = IPPROTO_TCP,
-            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
-            .idiag_states = DIAG_STATES},
-  };
-  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
-}
-
-/* The kernel's cost of a dump is the walk of the whole TCP established
- * hash (sized by RAM, not by the sockets in it), once per request. IPv4
- * and IPv6 sockets share that hash, and the older TCPDIAG_GETSOCK request
- * dumps both families in one walk: half the cost of two SOCK_DIAG_BY_FAMILY
- * dumps (0.89 -> 0.51 ms per read here with a handful of sockets). */
-static int diag_dump_both(uint32_t stalled_ms, struct stall_acc *acc) {
-  struct {
-    struct nlmsghdr nlh;
-    struct inet_diag_req r;
-  } req = {
-      .nlh = {.nlmsg_len = sizeof(req),
-              .nlmsg_type = TCPDIAG_GETSOCK,
-              .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-              .nlmsg_seq = ++diag_seq},
-      .r = {.idiag_family = AF_UNSPEC,
-            .idiag_ext = 1u << (INET_DIAG_INFO - 1),
-            .idiag_states = DIAG_STATES},
-  };
-  return diag_request(&req, sizeof(req), req.nlh.nlmsg_seq, stalled_ms, acc);
-}
-
-/* Drain whatever a failed dump left in the socket. */
-static void diag_drain(void) {
-  while (recv(diag_fd, diag_buf, DIAG_BUF_SIZE, MSG_DONTWAIT) > 0)
-    ;
-}
-
-static bool diag_one_walk = true; /* until the kernel refuses it */
-
-static void st_begin(void);
-
-/* A count starts afresh; the per-socket callback stays, and what it
- * gathered from an earlier, failed or interrupted, dump is dropped. */
-static void stall_acc_reset(struct stall_acc *acc) {
-  *acc = (struct stall_acc){.each = acc->each, .arg = acc->arg};
-  if (acc->each)
-    st_begin();
-}
-
-/* One whole count of the sockets into *acc. Returns 0 or a negative errno
- * (after one WARNING). */
-static int iter_count(uint32_t ms, struct stall_acc *acc);
-
+/* One whole count of the sockets into *acc: 0 or a negative errno (after
+ * one WARNING). */
 static int walk_count(uint32_t ms, struct stall_acc *acc) {
-  if (iter_link)
-    return iter_count(ms, acc);
-  if (diag_one_walk) {
-    stall_acc_reset(acc);
-    int err = diag_dump_both(ms, acc);
-    if (err == 0)
-      return 0;
-    diag_drain();
-    if (err == -ETIMEDOUT) {
-      E_WARNING(FEATURE ": no sock_diag reply within %d s; stalled receivers "
-                "are not reported for this interval.",
-                DIAG_RECV_TIMEOUT_S);
-      return err;
-    }
-    diag_one_walk = false;
-    E_INFO(FEATURE ": the one-walk sock_diag dump failed (%s); using one "
-           "dump per address family.",
-           ERRSTR(err));
-  }
-  stall_acc_reset(acc);
-  static const int fams[] = {AF_INET, AF_INET6};
-  for (size_t i = 0; i < 2; i++) {
-    int err = diag_dump(fams[i], ms, acc);
-    if (err == -ENOENT && fams[i] == AF_INET6)
-      continue; /* kernel without IPv6 */
-    if (err) {
-      E_WARNING(FEATURE ": sock_diag dump (%s) failed: %s",
-                fams[i] == AF_INET ? "IPv4" : "IPv6", ERRSTR(err));
-      diag_drain();
-      return err;
-    }
-  }
-  return 0;
-}
-
-/* ------------------------------------ stalled receivers: BPF iterator */
-
-/* The preferred scan (bpf/tcp_window/iter.bpf.c): the kernel walks the
- * namespace's TCP sockets and hands on only those with unread data or
- * tracked by the notifications, so the read's cost follows them; sock_diag
- * (above), which hands on every socket, is the fallback. */
-
-static void iter_free(void) {
-  bpf_link__destroy(iter_link);
-  iter_link = NULL;
-  tcp_window_iter_bpf__destroy(iskel);
-  iskel = NULL;
-  if (iter_netns_fd >= 0)
-    close(iter_netns_fd);
-  iter_netns_fd = -1;
-}
-
-/* Load and attach the iterator; on failure *why says what failed. */
-static int iter_init(const struct netns *ns, char *why, size_t len) {
-  int err = 0;
-  const char *step = "open";
-  LIBBPF_OPTS(bpf_object_open_opts, opts,
-              .btf_custom_path = ebpf_global.btf_path);
-  iskel = tcp_window_iter_bpf__open_opts(&opts);
-  if (!iskel) {
-    err = -errno;
-    goto fail;
-  }
-  if ((err = tcp_window_iter_bpf__load(iskel)) != 0) {
-    step = err == -EPERM ? "load (needs CAP_BPF and CAP_PERFMON)"
-                         : "load (needs iter/tcp, bpf_get_socket_cookie in "
-                           "tracing programs (5.12) and the kernel's "
-                           "CONFIG_HZ from its config)";
-    goto fail;
-  }
-  step = "attach";
-  iter_link = bpf_program__attach_iter(iskel->progs.tcp_window_scan, NULL);
-  if (!iter_link) {
-    err = -errno;
-    goto fail;
-  }
-  if (ns->kind == NETNS_NAMED) {
-    step = "open the namespace";
-    iter_netns_fd = open(ns->path, O_RDONLY | O_CLOEXEC);
-    if (iter_netns_fd < 0) {
-      err = -errno;
-      goto fail;
-    }
-  }
-  return 0;
-fail:
-  snprintf(why, len, "%s: %s", step, ERRSTR(err ? err : -EINVAL));
-  iter_free();
-  return err ? err : -EINVAL;
-}
-
-/* The notifications' tracked sockets, mirrored into the iterator's map.
- * The map holds as many as st tracks (TCPW_TRACK_MAX), so an update fails
- * only when out of memory; then a tracked socket that resumes reads as
- * closed. */
-static void iter_track(uint64_t cookie, bool on) {
-  if (!iter_link)
-    return;
-  int fd = bpf_map__fd(iskel->maps.tcpw_tracked);
-  uint8_t one = 1;
-  if (on)
-    bpf_map_update_elem(fd, &cookie, &one, BPF_ANY);
-  else
-    bpf_map_delete_elem(fd, &cookie);
-}
-
-static void iter_ntracked(size_t n) {
-  if (iter_link)
-    iskel->bss->tcpw_ntracked = (uint32_t)n;
-}
-
-/* One whole scan into *acc: 0 or a negative errno (after one WARNING). */
-static int iter_count(uint32_t ms, struct stall_acc *acc) {
-  int back = -1, err = 0;
-  /* The iterator walks the namespace of the thread that creates it. */
-  if (iter_netns_fd >= 0 && (err = netns_enter_fd(iter_netns_fd, &back)) != 0) {
-    E_WARNING(FEATURE ": cannot enter the namespace %s: %s; stalled receivers "
-              "are not reported for this interval.",
-              cfg.netns, ERRSTR(err));
-    return err;
-  }
-  int fd = bpf_iter_create(bpf_link__fd(iter_link));
-  if (fd < 0)
-    err = -errno;
-  if (back >= 0)
-    netns_leave(back, FEATURE);
-  if (err) {
-    E_WARNING(FEATURE ": cannot start the socket scan: %s", ERRSTR(err));
-    return err;
-  }
-  stall_acc_reset(acc);
-  size_t have = 0;
-  for (;;) {
-    ssize_t n = read(fd, diag_buf + have, DIAG_BUF_SIZE - have);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      err = n < 0 ? -errno : have ? -EBADMSG : 0;
-      break;
-    }
-    have += (size_t)n;
-    size_t used = scanrec_walk(diag_buf, have, ms, acc);
-    memmove(diag_buf, diag_buf + used, have - used);
-    have -= used;
-  }
-  close(fd);
-  if (err)
-    E_WARNING(FEATURE ": the socket scan failed: %s", ERRSTR(err));
-  return err;
+  if (tcpw_iter_on())
+    return tcpw_iter_count(ms, acc);
+  return tcpw_diag_walk(ms, acc);
 }
 
 /* ------------------------------------ stalled receivers: marked sockets */
@@ -466,10 +217,12 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
 }
 
 /* stall_acc.each during a marked scan or its seeding walk: the sockets
- * with unread data are asked about again at the next scan. */
+ * with unread data are asked about again at the next scan. The
+ * notifications' callback sees every call, NULL (a dump that starts
+ * afresh) too. */
 static void marks_each(const struct diag_sock *s, void *arg) {
   (void)arg;
-  if (s->rqueue > 0) {
+  if (s && s->rqueue > 0) {
     struct mark_tuple t = {.family = s->family, .sport = s->sport,
                            .dport = s->dport};
     memcpy(t.src, s->src, sizeof(t.src));
@@ -494,7 +247,7 @@ static void marks_free(void) {
  * about announced sockets only. */
 static int marks_init(void) {
   int fd;
-  if (diag_fd < 0)
+  if (tcpw_diag.fd < 0)
     return -ENOTCONN;
   int err = netstacklat_serve_stalled(netns_ino, &fd);
   if (err)
@@ -520,8 +273,8 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
   for (size_t at = 0; at < mk.ncand; at += MARKS_BATCH) {
     uint32_t n = (uint32_t)(mk.ncand - at < MARKS_BATCH ? mk.ncand - at
                                                           : MARKS_BATCH);
-    uint32_t seq0 = diag_seq + 1;
-    diag_seq += n;
+    uint32_t seq0 = tcpw_diag.seq + 1;
+    tcpw_diag.seq += n;
     memset(req, 0, sizeof(req));
     for (uint32_t i = 0; i < n; i++) {
       const struct mark_tuple *t = &mk.cand[at + i];
@@ -541,10 +294,10 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
       req[i].r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
     }
     int err = 0;
-    if (send(diag_fd, req, n * sizeof(req[0]), 0) < 0)
+    if (send(tcpw_diag.fd, req, n * sizeof(req[0]), 0) < 0)
       err = -errno;
     for (uint32_t got = 0; !err && got < n;) {
-      ssize_t k = recv(diag_fd, diag_buf, DIAG_BUF_SIZE, 0);
+      ssize_t k = recv(tcpw_diag.fd, tcpw_diag.buf, DIAG_BUF_SIZE, 0);
       if (k < 0 && errno == EINTR)
         continue;
       if (k <= 0) {
@@ -553,14 +306,14 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
                                                         : -errno;
         break;
       }
-      int st = sockdiag_exact_walk(diag_buf, (size_t)k, seq0, n, ms, acc);
+      int st = sockdiag_exact_walk(tcpw_diag.buf, (size_t)k, seq0, n, ms, acc);
       if (st < 0)
         err = st;
       else
         got += (uint32_t)st;
     }
     if (err) {
-      diag_drain();
+      tcpw_diag_drain();
       E_WARNING(FEATURE ": sock_diag requests about %zu sockets failed: %s; "
                 "stalled receivers are not reported for this interval.",
                 mk.ncand, ERRSTR(err));
@@ -616,7 +369,7 @@ static int stalled_count(uint32_t ms, struct stall_acc *acc) {
       if (!u || tuple_cmp(&mk.cand[u - 1], &mk.cand[i]))
         mk.cand[u++] = mk.cand[i];
     mk.ncand = u;
-    stall_acc_reset(acc);
+    tcpw_acc_reset(acc);
     err = marks_ask(ms, acc);
   }
   acc->each = mk.each;
@@ -707,8 +460,13 @@ static void st_begin(void) {
   st.overflow = 0;
 }
 
-/* stall_acc.each: every socket of the dump. */
+/* stall_acc.each: every socket of the dump; NULL when a dump starts
+ * afresh (tcpw_acc_reset). */
 static void st_each(const struct diag_sock *s, void *arg) {
+  if (!s) {
+    st_begin();
+    return;
+  }
   struct st_entry *e = st.n ? st_find(s->cookie) : NULL;
   if (e) {
     e->seen_gen = st.gen;
@@ -971,7 +729,7 @@ static void st_commit(void) {
       continue;
     }
     st_notify(e, NOTIF_OKAY, e->seen_gen == st.gen ? "resumed" : "closed");
-    iter_track(e->cookie, false);
+    tcpw_iter_track(e->cookie, false);
   }
   st.n = w;
   if (st.ncand) {
@@ -1022,13 +780,13 @@ static void st_commit(void) {
         st_describe(e);
       }
       st_notify(e, NOTIF_WARNING, "stalled");
-      iter_track(e->cookie, true);
+      tcpw_iter_track(e->cookie, true);
     }
     st.ncand = 0;
   }
   if (st.n != n0 || w != n0)
     st_reindex();
-  iter_ntracked(st.n);
+  tcpw_iter_ntracked(st.n);
   if (st.overflow && !st.overflow_warned)
     E_WARNING(FEATURE ": more than %zu stalled receivers: the others are "
               "counted but get no notifications until fewer are stalled.",
@@ -1100,49 +858,22 @@ static void stalled_read(void) {
                (double)acc.stalled_bytes);
 }
 
-/* The socket options every sock_diag socket gets (separate so that the
- * unit test can give them to its stand-in for the kernel). */
-static int diag_socket_setup(int fd) {
-  struct timeval tv = {.tv_sec = DIAG_RECV_TIMEOUT_S};
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
-    return -errno;
-  return 0;
-}
-
-/* The sock_diag socket, connected to the kernel, in the namespace of the
- * calling thread. 0 or a negative errno (then diag_fd stays -1). */
-static int diag_open(void) {
-  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-  int err = 0;
-  diag_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-  if (diag_fd < 0 ||
-      connect(diag_fd, (struct sockaddr *)&kernel, sizeof(kernel)) != 0)
-    err = -errno;
-  if (!err)
-    err = diag_socket_setup(diag_fd);
-  if (err && diag_fd >= 0)
-    close(diag_fd);
-  if (err)
-    diag_fd = -1;
-  return err;
-}
-
 /* The scan: the BPF iterator where it loads, else sock_diag (one INFO
  * line says why). EBPF_TEST_STALLED_SCAN=sock_diag or =iter forces one
  * (for the tests: both are tested on one kernel). */
 static int stalled_init(const struct netns *ns) {
-  diag_buf = malloc(DIAG_BUF_SIZE);
-  if (!diag_buf)
+  tcpw_diag.buf = malloc(DIAG_BUF_SIZE);
+  if (!tcpw_diag.buf)
     return -ENOMEM;
   const char *force = test_switch(TEST_STALLED_SCAN);
   if (!force || strcmp(force, "sock_diag")) {
     char why[256];
-    int err = iter_init(ns, why, sizeof(why));
+    int err = tcpw_iter_init(ns, cfg.netns, why, sizeof(why));
     if (!err) {
       E_INFO(FEATURE ": stalled receivers: whole walks by a BPF iterator "
              "(iter/tcp).");
       /* The marked scans' exact requests (marks_init) need sock_diag. */
-      if (diag_open() != 0)
+      if (tcpw_diag_open() != 0)
         E_INFO(FEATURE ": no NETLINK_SOCK_DIAG socket: every scan is a "
                "whole walk.");
       if (cfg.stalled_notify)
@@ -1155,21 +886,21 @@ static int stalled_init(const struct netns *ns) {
       E_WARNING(FEATURE ": stalled receivers are not reported: the BPF "
                 "iterator (forced by EBPF_TEST_STALLED_SCAN) failed to %s",
                 why);
-      free(diag_buf);
-      diag_buf = NULL;
+      free(tcpw_diag.buf);
+      tcpw_diag.buf = NULL;
       return err;
     }
     E_INFO(FEATURE ": stalled receivers: no BPF iterator here (%s); using "
            "sock_diag, whose cost grows with every TCP socket.",
            why);
   }
-  int err = diag_open();
+  int err = tcpw_diag_open();
   if (err) {
     E_WARNING(FEATURE ": stalled receivers are not reported: cannot open a "
               "NETLINK_SOCK_DIAG socket: %s",
               ERRSTR(err));
-    free(diag_buf);
-    diag_buf = NULL;
+    free(tcpw_diag.buf);
+    tcpw_diag.buf = NULL;
     return err;
   }
   if (cfg.stalled_notify)
@@ -1246,16 +977,13 @@ static int tcp_window_read(void) {
 }
 
 static void tcp_window_shutdown(void) {
-  diag_one_walk = true;
   marks_free();
-  iter_free();
+  tcpw_iter_free();
   tcpw_clamps_free();
   tcpw_mem_free();
-  if (diag_fd >= 0)
-    close(diag_fd);
-  diag_fd = -1;
-  free(diag_buf);
-  diag_buf = NULL;
+  tcpw_diag_close();
+  free(tcpw_diag.buf);
+  tcpw_diag.buf = NULL;
   st_free();
   clamps_on = tcp_memory_on = stalled_on = false;
   cfg_defaults();
