@@ -7,7 +7,9 @@
  *   tcp_mem.c  TCP memory against net.ipv4.tcp_mem
  *   the stalled receivers, in layers (each file uses only those below it):
  *     sockdiag.c the sock_diag socket and its whole walk
- *     iter.c     the whole walk by a BPF iterator, where it loads */
+ *     iter.c     the whole walk by a BPF iterator, where it loads
+ *     marks.c    the scans: of the sockets announced by netstacklat's
+ *                program where it runs, else the whole walks */
 #ifndef EBPF_TCP_WINDOW_INTERNAL_H
 #define EBPF_TCP_WINDOW_INTERNAL_H
 
@@ -97,5 +99,16 @@ int tcpw_iter_count(uint32_t ms, struct stall_acc *acc);
 void tcpw_iter_track(uint64_t cookie, bool on);
 void tcpw_iter_ntracked(size_t n);
 void tcpw_iter_free(void);
+
+/* ---- marks.c */
+/* After the walks are set up and netstacklat's init: marked scans where
+ * they can run, else whole walks (one INFO line says which). 0, or a
+ * negative errno (after one WARNING) when the stalled receivers are not to
+ * be reported at all. */
+int tcpw_marks_start(uint32_t netns_ino);
+/* One whole count of the sockets into *acc, by a marked scan or a whole
+ * walk: 0 or a negative errno (after one WARNING). */
+int tcpw_scan(uint32_t ms, struct stall_acc *acc);
+void tcpw_marks_free(void);
 
 #endif
