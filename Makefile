@@ -179,11 +179,11 @@ $(BUILD)/tests/config_test: tests/unit/config_test.c tests/unit/mock_collectd.c 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
-# These include one plugin source (test:source; tcp_window.c: the sock_diag
-# reader against a stand-in kernel; netstacklat.c: its dispatch) and link
-# the other objects. A test that includes several names them joined by '+'
-# (test:a/x+a/y); none of their objects is linked.
-UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window+tcp_window/sockdiag netstacklat_test:netstacklat/netstacklat \
+# These include one plugin source (test:source; netstacklat.c: its
+# dispatch) or several joined by '+' (test:a/x+a/y; tcp_window's sockdiag.c,
+# stalled.c and owners.c: the sock_diag reader against a stand-in kernel),
+# and link the other objects: none of the included sources'.
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp_window/owners netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
 	drops_test:drops/drops

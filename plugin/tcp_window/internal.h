@@ -5,11 +5,13 @@
  * reads and stops the parts, which start and fail independently:
  *   clamps.c   receive-window clamps (BPF)
  *   tcp_mem.c  TCP memory against net.ipv4.tcp_mem
- *   the stalled receivers, in layers (each file uses only those below it):
+ *   the stalled receivers, each file using only those listed before it:
  *     sockdiag.c the sock_diag socket and its whole walk
  *     iter.c     the whole walk by a BPF iterator, where it loads
  *     marks.c    the scans: of the sockets announced by netstacklat's
- *                program where it runs, else the whole walks */
+ *                program where it runs, else the whole walks
+ *     owners.c   who holds a socket that stalls
+ *     stalled.c  the counts each read, the tracked set and notifications */
 #ifndef EBPF_TCP_WINDOW_INTERNAL_H
 #define EBPF_TCP_WINDOW_INTERNAL_H
 
@@ -72,7 +74,7 @@ static inline void tcpw_acc_reset(struct stall_acc *acc) {
 struct tcpw_diag {
   int fd;             /* NETLINK_SOCK_DIAG, connected; -1 when not open */
   uint32_t seq;       /* nlmsg_seq of the last request */
-  unsigned char *buf; /* DIAG_BUF_SIZE bytes, the stalled receivers' own */
+  unsigned char *buf; /* DIAG_BUF_SIZE bytes, made and freed by stalled.c */
 };
 #define DIAG_BUF_SIZE (64 * 1024)
 extern struct tcpw_diag tcpw_diag;
@@ -110,5 +112,42 @@ int tcpw_marks_start(uint32_t netns_ino);
  * walk: 0 or a negative errno (after one WARNING). */
 int tcpw_scan(uint32_t ms, struct stall_acc *acc);
 void tcpw_marks_free(void);
+
+/* ---- owners.c: the owners of the stalled sockets stalled.c tracks */
+struct st_entry { /* a tracked stalled socket */
+  uint64_t cookie;
+  uint32_t inode, rqueue, last_ms; /* rqueue, last_ms: when last stalled */
+  uint32_t seen_gen, stalled_gen; /* the last dump that saw it (stalled) */
+  int32_t pid;                     /* 0: no owner found */
+  char comm[17];                   /* "" when unknown */
+  char cgroup[EBPF_NAME_LEN];      /* "" when unknown */
+  char local[56], remote[56];      /* "[v6]:port" or "v4:port" */
+};
+
+struct st_cand { /* one that stalled in this dump */
+  struct diag_sock s;
+  int32_t pid;
+  bool described;              /* comm and cgroup set (by owners_find) */
+  char comm[17];
+  char cgroup[EBPF_NAME_LEN];
+};
+
+/* One INFO line says which way the owners are looked up. */
+void tcpw_owners_init(void);
+/* The pid of the process holding each candidate's inode (0: none found),
+ * and, where the BPF iterator found it, its comm and cgroup. */
+void tcpw_owners_find(struct st_cand *c, size_t n);
+/* e->pid's comm and cgroup ("" when unknown). */
+void tcpw_owners_describe(struct st_entry *e);
+void tcpw_owners_free(void);
+
+/* ---- stalled.c */
+/* The scan (the BPF iterator where it loads, else sock_diag; one INFO line
+ * says why), in the namespace of the calling thread, and the tracked set
+ * for the notifications; cfg stays the part's until tcpw_stalled_free.
+ * 0, or a negative errno after one WARNING. */
+int tcpw_stalled_init(const struct tcpw_cfg *cfg, const struct netns *ns);
+void tcpw_stalled_read(value_list_t *vl);
+void tcpw_stalled_free(void);
 
 #endif

@@ -6,8 +6,9 @@
  * dispatches: late replies of an earlier request are ignored, a dump
  * flagged NLM_F_DUMP_INTR is done again once (twice: nothing dispatched),
  * and a kernel that never answers does not block the read thread. */
-#include "../../plugin/tcp_window/tcp_window.c"
 #include "../../plugin/tcp_window/sockdiag.c"
+#include "../../plugin/tcp_window/stalled.c"
+#include "../../plugin/tcp_window/owners.c"
 
 #include "mock_collectd.h"
 #include "testlib.h"
@@ -20,6 +21,10 @@
 
 
 static int kernel_end = -1; /* the stand-in kernel's end of the pair */
+/* The settings the reads see: the defaults (StalledAfter 60). */
+static struct tcpw_cfg test_cfg = {
+    .stalled_after = 60, .stalled = true, .stalled_notify = true};
+static value_list_t tw; /* the values' identity */
 
 /* One datagram of replies. */
 struct dgram {
@@ -130,7 +135,8 @@ static int setup(void) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0)
     return -1;
-  cfg_defaults();
+  cfg = &test_cfg;
+  vl_prepare(&tw, "tcp_window", "");
   tcpw_diag.fd = sv[0];
   kernel_end = sv[1];
   tcpw_diag.buf = malloc(DIAG_BUF_SIZE);
@@ -166,7 +172,7 @@ DEF_TEST(late_replies_of_an_earlier_request) {
   add_done(&ours, seq, 0);
   queue(&old);
   queue(&ours);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(1, requests(seqs));
   CHECK_EQ_U64(seq, seqs[0]);
@@ -192,7 +198,7 @@ DEF_TEST(interrupted_dump_is_retried_once) {
   add_done(&second, seq + 1, 0);
   queue(&first);
   queue(&second);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(2, requests(seqs));
   CHECK_EQ_U64(seq + 1, seqs[1]);
@@ -213,7 +219,7 @@ DEF_TEST(interrupted_twice_dispatches_nothing) {
     add_done(&d, seq + i, NLM_F_DUMP_INTR); /* on DONE only */
     queue(&d);
   }
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(2, requests(seqs));
   CHECK(stalled_count_value() == NULL);
@@ -243,7 +249,7 @@ DEF_TEST(silent_kernel_does_not_block) {
   alarm(10);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   alarm(0);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -260,7 +266,7 @@ DEF_TEST(silent_kernel_does_not_block) {
   queue(&late);
   queue(&ours);
   mock_reset();
-  stalled_read();
+  tcpw_stalled_read(&tw);
   const struct mock_value *c = stalled_count_value();
   CHECK(c);
   CHECK_EQ_INT(0, c->v.gauge);
@@ -279,7 +285,7 @@ static void read_with(const struct sock_desc *k, size_t n) {
     add_sock_full(&d, seq, 0, &k[i]);
   add_done(&d, seq, 0);
   queue(&d);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   requests(seqs);
 }
@@ -445,7 +451,7 @@ DEF_TEST(interrupted_dumps_notify_nothing) {
   add_done(&second, seq + 1, 0);
   queue(&first);
   queue(&second);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   requests(seqs);
   CHECK_EQ_INT(0, mock_nnotif);
   CHECK_EQ_INT(0, stalled_count_value()->v.gauge);
@@ -457,7 +463,7 @@ DEF_TEST(interrupted_dumps_notify_nothing) {
     add_done(&d, seq + i, NLM_F_DUMP_INTR);
     queue(&d);
   }
-  stalled_read();
+  tcpw_stalled_read(&tw);
   requests(seqs);
   CHECK_EQ_INT(1, mock_nnotif);
   read_with(&a, 1);
