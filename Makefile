@@ -301,11 +301,9 @@ clean:
 -include $(wildcard $(BUILD)/plugin/*/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
 
 # Measurements for docs/tcp_window.md (not part of `make check`).
+# It includes tcp_window's stalled.c and links the other objects.
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
-		$(BUILD)/plugin/common/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/tcp_window/stalled.o,$(PLUGIN_OBJS)) \
+		$(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(BUILD)/plugin/common/loader.o $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
-		$(BUILD)/plugin/common/owners.o \
-		-o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
