@@ -179,16 +179,17 @@ $(BUILD)/tests/config_test $(BUILD)/tests/keys_test: $(BUILD)/tests/%: tests/uni
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
-# These include one plugin source (test:source; tcp_window.c: the sock_diag
-# reader against a stand-in kernel; netstacklat.c: its dispatch) and link
-# the other objects.
-UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/tcp_window netstacklat_test:netstacklat/netstacklat \
+# These include one plugin source (test:source; netstacklat.c: its
+# dispatch) or several joined by '+' (test:a/x+a/y; tcp_window's sockdiag.c,
+# stalled.c and owners.c: the sock_diag reader against a stand-in kernel),
+# and link the other objects: none of the included sources'.
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp_window/owners netstacklat_test:netstacklat/netstacklat \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
 	drops_test:drops/names
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
-		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/$(2).o,$(PLUGIN_OBJS)) | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o $(patsubst %,$(BUILD)/plugin/%.o,$(subst +, ,$(2))),$(PLUGIN_OBJS)) | $(BUILD)/tests
 	$$(call msg,CC,$$@)
 	$$(Q)$$(CC) $$(UNIT_CFLAGS) tests/unit/mock_collectd.c $$(filter %.o,$$^) $$< -o $$@ -lbpf -lelf -lz -lm
 endef
@@ -310,11 +311,9 @@ clean:
 -include $(wildcard $(BUILD)/plugin/*/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d)
 
 # Measurements for docs/tcp_window.md (not part of `make check`).
+# It includes tcp_window's stalled.c and links the other objects.
 $(BUILD)/tests/tcp_window_bench: tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
-		$(BUILD)/plugin/common/owners.o $(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
+		$(filter-out $(BUILD)/plugin/core/ebpf.o $(BUILD)/plugin/tcp_window/stalled.o,$(PLUGIN_OBJS)) \
+		$(BUILD)/bpf/tcp_window.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) tests/bench/tcp_window_bench.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/tcp_window/parse.o \
-		$(BUILD)/plugin/common/owners.o \
-		-o $@ -lbpf -lelf -lz -lm
+	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm

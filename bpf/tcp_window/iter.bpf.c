@@ -8,7 +8,7 @@
  * is what sock_diag would (idiag_rqueue, tcpi_last_data_recv, cookie,
  * inode, addresses). Needs iter/tcp and bpf_seq_write (5.9),
  * bpf_get_socket_cookie in tracing programs (5.12), and the kernel's
- * CONFIG_HZ; without them plugin/tcp_window/tcp_window.c uses sock_diag. */
+ * CONFIG_HZ; without them plugin/tcp_window/ uses sock_diag (sockdiag.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>

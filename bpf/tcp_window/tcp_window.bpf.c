@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tcp_window: receive-window clamps. One static handler, three attach
- * flavours (the loader picks one at run time, see plugin/tcp_window/tcp_window.c):
+ * flavours (the loader picks one at run time, see plugin/tcp_window/clamps.c):
  *   fexit/tcp_try_rmem_schedule      the reference definition
  *   kprobe + kretprobe on the same   the reference, for kernels without
  *                                     BPF trampolines

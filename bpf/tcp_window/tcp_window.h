@@ -1,4 +1,4 @@
-/* Shared between bpf/tcp_window/tcp_window.bpf.c and plugin/tcp_window/tcp_window.c. */
+/* Shared between bpf/tcp_window/tcp_window.bpf.c and plugin/tcp_window/. */
 #ifndef TCP_WINDOW_H
 #define TCP_WINDOW_H
 

@@ -4,7 +4,9 @@
  *                              and of the empty program on the same
  *                              tracepoint, N loopback TCP ping-pongs each
  *   tcp_window_bench read [N]  wall time of the stalled-receivers read
- *                              (two sock_diag dumps), N rounds, for the
+ *                              (a whole walk: the BPF iterator where it
+ *                              loads, EBPF_TEST_STALLED_SCAN=sock_diag for
+ *                              sock_diag's dumps), N rounds, for the
  *                              sockets that exist now in this netns
  *   tcp_window_bench notify [N] the same read with N stalled receivers of
  *                              its own: notifications off; the read in
@@ -12,15 +14,34 @@
  *                              /proc, N WARNINGs); the reads after it
  *
  * Build: make build/tests/tcp_window_bench (root needed to run). */
-#include "../../plugin/tcp_window/tcp_window.c"
+#include "../../plugin/tcp_window/stalled.c"
 
+#include "common/netns.h"
+#include "tcp_window.skel.h"
 #include "mock_collectd.h"
 
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <time.h>
 
+
+/* A block that sets nothing but what each mode says. */
+static struct tcpw_cfg bench_cfg = {.threshold = TCP_WINDOW_DEFAULT_THRESHOLD,
+                                    .stalled_after = 60,
+                                    .stalled = true,
+                                    .stalled_notify = true};
+static value_list_t tw; /* the values' identity */
+
+/* The stalled receivers in collectd's own namespace. */
+static int start(void) {
+  struct netns ns;
+  vl_prepare(&tw, "tcp_window", "");
+  if (netns_resolve(NULL, "tcp_window", &ns))
+    return -1;
+  return tcpw_stalled_init(&bench_cfg, &ns);
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -101,7 +122,7 @@ static void time_reads(const char *what, int rounds, void (*before)(void)) {
       before();
     mock_reset();
     double t = now_s();
-    stalled_read();
+    tcpw_stalled_read(&tw);
     t = now_s() - t;
     sum += t;
     if (t < best)
@@ -163,16 +184,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "read") == 0) {
-    cfg_defaults();
-    cfg.stalled_notify = false; /* the dump alone; `notify` for the rest */
-    if (stalled_init())
+    bench_cfg.stalled_notify = false; /* the walk alone; `notify`: the rest */
+    if (start())
       return 1;
     n = n ? n : 20;
     double best = 1e9, sum = 0;
     for (int i = 0; i < n; i++) {
       mock_reset();
       double t = now_s();
-      stalled_read();
+      tcpw_stalled_read(&tw);
       t = now_s() - t;
       sum += t;
       if (t < best)
@@ -187,10 +207,9 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "notify") == 0) {
     n = n ? n : 1000;
-    cfg_defaults();
-    cfg.stalled_after = 0.001;
-    cfg.stalled_notify = false; /* on from forget_all() */
-    if (stalled_init())
+    bench_cfg.stalled_after = 0.001;
+    bench_cfg.stalled_notify = false; /* on from forget_all() */
+    if (start())
       return 1;
     stalled_sockets(n);
     usleep(50000);

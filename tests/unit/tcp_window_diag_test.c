@@ -1,4 +1,4 @@
-/* The stalled-receivers reader of plugin/tcp_window/tcp_window.c against a stand-in
+/* The stalled-receivers reader of plugin/tcp_window/ against a stand-in
  * for the kernel: one end of an AF_UNIX datagram socket pair takes the
  * place of the NETLINK_SOCK_DIAG socket (one send() = one datagram = one
  * recv(), as with netlink), and the test queues the kernel's replies on
@@ -6,7 +6,9 @@
  * dispatches: late replies of an earlier request are ignored, a dump
  * flagged NLM_F_DUMP_INTR is done again once (twice: nothing dispatched),
  * and a kernel that never answers does not block the read thread. */
-#include "../../plugin/tcp_window/tcp_window.c"
+#include "../../plugin/tcp_window/sockdiag.c"
+#include "../../plugin/tcp_window/stalled.c"
+#include "../../plugin/tcp_window/owners.c"
 
 #include "mock_collectd.h"
 #include "testlib.h"
@@ -19,6 +21,10 @@
 
 
 static int kernel_end = -1; /* the stand-in kernel's end of the pair */
+/* The settings the reads see: the defaults (StalledAfter 60). */
+static struct tcpw_cfg test_cfg = {
+    .stalled_after = 60, .stalled = true, .stalled_notify = true};
+static value_list_t tw; /* the values' identity */
 
 /* One datagram of replies. */
 struct dgram {
@@ -129,21 +135,22 @@ static int setup(void) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0)
     return -1;
-  cfg_defaults();
-  diag_fd = sv[0];
+  cfg = &test_cfg;
+  vl_prepare(&tw, "tcp_window", "");
+  tcpw_diag.fd = sv[0];
   kernel_end = sv[1];
-  diag_buf = malloc(DIAG_BUF_SIZE);
+  tcpw_diag.buf = malloc(DIAG_BUF_SIZE);
   diag_one_walk = true;
   mock_reset();
-  return diag_socket_setup(diag_fd);
+  return diag_socket_setup(tcpw_diag.fd);
 }
 
 static void teardown(void) {
-  close(diag_fd);
+  close(tcpw_diag.fd);
   close(kernel_end);
-  diag_fd = kernel_end = -1;
-  free(diag_buf);
-  diag_buf = NULL;
+  tcpw_diag.fd = kernel_end = -1;
+  free(tcpw_diag.buf);
+  tcpw_diag.buf = NULL;
 }
 
 static const struct mock_value *stalled_count_value(void) {
@@ -157,7 +164,7 @@ static const struct mock_value *stalled_bytes_value(void) {
  * went out: its sockets and its DONE are not the new dump's. */
 DEF_TEST(late_replies_of_an_earlier_request) {
   CHECK_EQ_INT(0, setup());
-  uint32_t seq = diag_seq + 1; /* the next request's */
+  uint32_t seq = tcpw_diag.seq + 1; /* the next request's */
   struct dgram old = {.len = 0}, ours = {.len = 0};
   add_sock(&old, seq - 1, 0, 5000);
   add_done(&old, seq - 1, 0);
@@ -165,7 +172,7 @@ DEF_TEST(late_replies_of_an_earlier_request) {
   add_done(&ours, seq, 0);
   queue(&old);
   queue(&ours);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(1, requests(seqs));
   CHECK_EQ_U64(seq, seqs[0]);
@@ -182,7 +189,7 @@ DEF_TEST(late_replies_of_an_earlier_request) {
  * the one dispatched. */
 DEF_TEST(interrupted_dump_is_retried_once) {
   CHECK_EQ_INT(0, setup());
-  uint32_t seq = diag_seq + 1;
+  uint32_t seq = tcpw_diag.seq + 1;
   struct dgram first = {.len = 0}, second = {.len = 0};
   add_sock(&first, seq, NLM_F_DUMP_INTR, 5000);
   add_sock(&first, seq, NLM_F_DUMP_INTR, 5000); /* seen twice */
@@ -191,7 +198,7 @@ DEF_TEST(interrupted_dump_is_retried_once) {
   add_done(&second, seq + 1, 0);
   queue(&first);
   queue(&second);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(2, requests(seqs));
   CHECK_EQ_U64(seq + 1, seqs[1]);
@@ -205,14 +212,14 @@ DEF_TEST(interrupted_dump_is_retried_once) {
 
 DEF_TEST(interrupted_twice_dispatches_nothing) {
   CHECK_EQ_INT(0, setup());
-  uint32_t seq = diag_seq + 1;
+  uint32_t seq = tcpw_diag.seq + 1;
   for (uint32_t i = 0; i < 2; i++) {
     struct dgram d = {.len = 0};
     add_sock(&d, seq + i, 0, 700);
     add_done(&d, seq + i, NLM_F_DUMP_INTR); /* on DONE only */
     queue(&d);
   }
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   CHECK_EQ_INT(2, requests(seqs));
   CHECK(stalled_count_value() == NULL);
@@ -242,7 +249,7 @@ DEF_TEST(silent_kernel_does_not_block) {
   alarm(10);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   alarm(0);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -251,7 +258,7 @@ DEF_TEST(silent_kernel_does_not_block) {
   CHECK(mock_log_find(LOG_WARNING, "no sock_diag reply") >= 0);
   CHECK(diag_one_walk);
   /* The late answer to that request is ignored by the next read. */
-  uint32_t seq = diag_seq;
+  uint32_t seq = tcpw_diag.seq;
   struct dgram late = {.len = 0}, ours = {.len = 0};
   add_sock(&late, seq, 0, 5000);
   add_done(&late, seq, 0);
@@ -259,7 +266,7 @@ DEF_TEST(silent_kernel_does_not_block) {
   queue(&late);
   queue(&ours);
   mock_reset();
-  stalled_read();
+  tcpw_stalled_read(&tw);
   const struct mock_value *c = stalled_count_value();
   CHECK(c);
   CHECK_EQ_INT(0, c->v.gauge);
@@ -272,13 +279,13 @@ DEF_TEST(silent_kernel_does_not_block) {
 
 /* One dump (the next request's) of the given sockets; then a read. */
 static void read_with(const struct sock_desc *k, size_t n) {
-  uint32_t seq = diag_seq + 1;
+  uint32_t seq = tcpw_diag.seq + 1;
   struct dgram d = {.len = 0};
   for (size_t i = 0; i < n; i++)
     add_sock_full(&d, seq, 0, &k[i]);
   add_done(&d, seq, 0);
   queue(&d);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   uint32_t seqs[8];
   requests(seqs);
 }
@@ -437,26 +444,26 @@ DEF_TEST(interrupted_dumps_notify_nothing) {
   struct sock_desc a = {.cookie = 1, .rqueue = 10, .last_ms = 600000,
                         .family = AF_INET, .src = "127.0.0.1",
                         .dst = "127.0.0.1", .sport = 1, .dport = 2};
-  uint32_t seq = diag_seq + 1, seqs[8];
+  uint32_t seq = tcpw_diag.seq + 1, seqs[8];
   struct dgram first = {.len = 0}, second = {.len = 0};
   add_sock_full(&first, seq, NLM_F_DUMP_INTR, &a);
   add_done(&first, seq, NLM_F_DUMP_INTR);
   add_done(&second, seq + 1, 0);
   queue(&first);
   queue(&second);
-  stalled_read();
+  tcpw_stalled_read(&tw);
   requests(seqs);
   CHECK_EQ_INT(0, mock_nnotif);
   CHECK_EQ_INT(0, stalled_count_value()->v.gauge);
   read_with(&a, 1);
   CHECK_EQ_INT(1, mock_nnotif);
-  seq = diag_seq + 1;
+  seq = tcpw_diag.seq + 1;
   for (uint32_t i = 0; i < 2; i++) {
     struct dgram d = {.len = 0};
     add_done(&d, seq + i, NLM_F_DUMP_INTR);
     queue(&d);
   }
-  stalled_read();
+  tcpw_stalled_read(&tw);
   requests(seqs);
   CHECK_EQ_INT(1, mock_nnotif);
   read_with(&a, 1);

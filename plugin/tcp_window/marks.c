@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* tcp_window's stalled receivers by marked sockets, and the whole walks
+ * (iter.c, sockdiag.c) they fall back to: a scan counts every socket,
+ * whichever way it runs. The announcements come from netstacklat's TCP
+ * enqueue program (netstacklat_serve_stalled(), core/ebpf.h). */
+#include "tcp_window/internal.h"
+
+#include "core/testenv.h"
+#include "tcp_window/tcp_window.h"
+
+#include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* One whole count of the sockets into *acc: 0 or a negative errno (after
+ * one WARNING). */
+static int walk_count(uint32_t ms, struct stall_acc *acc) {
+  if (tcpw_iter_on())
+    return tcpw_iter_count(ms, acc);
+  return tcpw_diag_walk(ms, acc);
+}
+
+/* While netstacklat's TCP enqueue program runs (any flavour), it announces
+ * every socket of the namespace that is given data, once per scan
+ * (netstacklat_serve_stalled(), bpf/tcp_window/tcp_window.h). A scan then asks
+ * sock_diag about those sockets and the ones that still held unread data
+ * at the last scan, one exact request each, instead of walking every
+ * socket: its cost follows the sockets that receive, and idle sockets cost
+ * nothing. A whole walk (walk_count) seeds the set at the first scan, when
+ * announcements were lost (the ring buffer was full), when the set has
+ * grown past MARKS_MAX (a whole walk is then the cheaper), and every
+ * MARKS_WALK_EVERY_S, a safety net for data that no enqueue program saw
+ * (a socket whose reader set SO_RCVLOWAT, say, is still found). */
+#define MARKS_WALK_EVERY_S 3600
+#define MARKS_MAX 2048
+#define MARKS_BATCH 64 /* exact requests per send(): replies fit rcvbuf */
+
+struct mark_tuple {
+  uint8_t family, pad;
+  uint16_t sport, dport; /* host order; sport is the local port */
+  uint16_t pad2;
+  uint8_t src[16], dst[16];
+};
+
+static struct {
+  bool on;
+  struct ring_buffer *rb;
+  uint32_t epoch;
+  uint64_t lost;          /* netstacklat's count at the last scan */
+  double walk_due;        /* CLOCK_MONOTONIC s of the next whole walk */
+  struct mark_tuple *cand; /* to ask about */
+  size_t ncand, cand_cap;
+  struct mark_tuple *keep; /* this scan's sockets with unread data */
+  size_t nkeep, keep_cap;
+  bool overflow;          /* more than MARKS_MAX announced */
+  /* The notifications' callback, called from marks_each. */
+  void (*each)(const struct diag_sock *s, void *arg);
+  void *arg;
+} mk;
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int tuple_push(struct mark_tuple **v, size_t *n, size_t *cap,
+                      const struct mark_tuple *t) {
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 64;
+    struct mark_tuple *nv = realloc(*v, c * sizeof(*nv));
+    if (!nv)
+      return -ENOMEM;
+    *v = nv;
+    *cap = c;
+  }
+  (*v)[(*n)++] = *t;
+  return 0;
+}
+
+static int tuple_cmp(const void *a, const void *b) {
+  return memcmp(a, b, sizeof(struct mark_tuple));
+}
+
+/* ring_buffer callback: one announced socket. */
+static int marks_on_rec(void *ctx, void *data, size_t size) {
+  (void)ctx;
+  struct tcpw_mark_rec r;
+  if (size < sizeof(r))
+    return 0;
+  memcpy(&r, data, sizeof(r));
+  if (mk.ncand >= MARKS_MAX) {
+    mk.overflow = true;
+    return 0;
+  }
+  struct mark_tuple t = {.family = r.family, .sport = r.sport,
+                         .dport = r.dport};
+  memcpy(t.src, r.src, sizeof(t.src));
+  memcpy(t.dst, r.dst, sizeof(t.dst));
+  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t))
+    mk.overflow = true;
+  return 0;
+}
+
+/* stall_acc.each during a marked scan or its seeding walk: the sockets
+ * with unread data are asked about again at the next scan. The
+ * notifications' callback sees every call, NULL (a dump that starts
+ * afresh) too. */
+static void marks_each(const struct diag_sock *s, void *arg) {
+  (void)arg;
+  if (s && s->rqueue > 0) {
+    struct mark_tuple t = {.family = s->family, .sport = s->sport,
+                           .dport = s->dport};
+    memcpy(t.src, s->src, sizeof(t.src));
+    memcpy(t.dst, s->dst, sizeof(t.dst));
+    if (tuple_push(&mk.keep, &mk.nkeep, &mk.keep_cap, &t))
+      mk.overflow = true;
+  }
+  if (mk.each)
+    mk.each(s, mk.arg);
+}
+
+void tcpw_marks_free(void) {
+  if (mk.on)
+    netstacklat_unserve_stalled();
+  ring_buffer__free(mk.rb);
+  free(mk.cand);
+  free(mk.keep);
+  mk = (typeof(mk)){0};
+}
+
+/* 0 when the scans can ask about announced sockets only. */
+static int marks_init(uint32_t netns_ino) {
+  int fd;
+  if (tcpw_diag.fd < 0)
+    return -ENOTCONN;
+  int err = netstacklat_serve_stalled(netns_ino, &fd);
+  if (err)
+    return err;
+  mk.rb = ring_buffer__new(fd, marks_on_rec, NULL, NULL);
+  if (!mk.rb) {
+    err = -errno;
+    netstacklat_unserve_stalled();
+    return err ? err : -ENOMEM;
+  }
+  mk.on = true;
+  mk.walk_due = 0; /* the first scan is a whole walk */
+  return 0;
+}
+
+/* Ask sock_diag about mk.cand[0..n), MARKS_BATCH at a time, into *acc.
+ * 0 or a negative errno (after one WARNING). */
+static int marks_ask(uint32_t ms, struct stall_acc *acc) {
+  struct {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 r;
+  } req[MARKS_BATCH];
+  for (size_t at = 0; at < mk.ncand; at += MARKS_BATCH) {
+    uint32_t n = (uint32_t)(mk.ncand - at < MARKS_BATCH ? mk.ncand - at
+                                                          : MARKS_BATCH);
+    uint32_t seq0 = tcpw_diag.seq + 1;
+    tcpw_diag.seq += n;
+    memset(req, 0, sizeof(req));
+    for (uint32_t i = 0; i < n; i++) {
+      const struct mark_tuple *t = &mk.cand[at + i];
+      req[i].nlh = (struct nlmsghdr){.nlmsg_len = sizeof(req[i]),
+                                     .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                                     .nlmsg_flags = NLM_F_REQUEST,
+                                     .nlmsg_seq = seq0 + i};
+      req[i].r.sdiag_family = t->family;
+      req[i].r.sdiag_protocol = IPPROTO_TCP;
+      req[i].r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
+      req[i].r.idiag_states = ~0u;
+      req[i].r.id.idiag_sport = htons(t->sport);
+      req[i].r.id.idiag_dport = htons(t->dport);
+      memcpy(req[i].r.id.idiag_src, t->src, sizeof(t->src));
+      memcpy(req[i].r.id.idiag_dst, t->dst, sizeof(t->dst));
+      req[i].r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+      req[i].r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    }
+    int err = 0;
+    if (send(tcpw_diag.fd, req, n * sizeof(req[0]), 0) < 0)
+      err = -errno;
+    for (uint32_t got = 0; !err && got < n;) {
+      ssize_t k = recv(tcpw_diag.fd, tcpw_diag.buf, DIAG_BUF_SIZE, 0);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0) {
+        err = k == 0 ? -EPIPE
+              : errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT
+                                                        : -errno;
+        break;
+      }
+      int st = sockdiag_exact_walk(tcpw_diag.buf, (size_t)k, seq0, n, ms, acc);
+      if (st < 0)
+        err = st;
+      else
+        got += (uint32_t)st;
+    }
+    if (err) {
+      tcpw_diag_drain();
+      E_WARNING(FEATURE ": sock_diag requests about %zu sockets failed: %s; "
+                "stalled receivers are not reported for this interval.",
+                mk.ncand, ERRSTR(err));
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* One whole count of the sockets into *acc: a marked scan where it can
+ * run, else a whole walk. 0 or a negative errno (after one WARNING). */
+int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
+  if (!mk.on)
+    return walk_count(ms, acc);
+  /* A new epoch first: data given to a socket from here on announces it
+   * again, for the next scan; what came before is announced already, in
+   * the ring buffer, or seen by this scan's requests. */
+  uint64_t lost = 0;
+  if (++mk.epoch == 0)
+    mk.epoch = 1;
+  if (netstacklat_stalled_epoch(mk.epoch, &lost) != 0) {
+    E_INFO(FEATURE ": netstacklat stopped; stalled receivers are found by "
+           "a whole walk again.");
+    tcpw_marks_free();
+    return walk_count(ms, acc);
+  }
+  mk.overflow = false;
+  ring_buffer__consume(mk.rb);
+  bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
+  mk.lost = lost;
+  /* The kept sockets join the announced ones, once each. */
+  for (size_t i = 0; !walk && i < mk.nkeep; i++)
+    if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &mk.keep[i]))
+      mk.overflow = true;
+  if (mk.overflow || mk.ncand > MARKS_MAX)
+    walk = true;
+  mk.each = acc->each;
+  mk.arg = acc->arg;
+  acc->each = marks_each;
+  acc->arg = NULL;
+  mk.nkeep = 0;
+  mk.overflow = false;
+  int err;
+  if (walk) {
+    err = walk_count(ms, acc);
+    /* An interrupted dump may have missed sockets: walk again next time. */
+    if (!err && !acc->interrupted)
+      mk.walk_due = mono_s() + MARKS_WALK_EVERY_S;
+  } else {
+    qsort(mk.cand, mk.ncand, sizeof(*mk.cand), tuple_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < mk.ncand; i++)
+      if (!u || tuple_cmp(&mk.cand[u - 1], &mk.cand[i]))
+        mk.cand[u++] = mk.cand[i];
+    mk.ncand = u;
+    tcpw_acc_reset(acc);
+    err = marks_ask(ms, acc);
+  }
+  acc->each = mk.each;
+  acc->arg = mk.arg;
+  mk.ncand = 0;
+  if (err || mk.overflow) {
+    mk.nkeep = 0;
+    mk.walk_due = 0; /* what has unread data is not known: walk next time */
+  }
+  return err;
+}
+
+/* After tcpw_stalled_init and netstacklat's init: marked scans where they
+ * can run, else whole walks (one INFO line says which). 0, or a negative
+ * errno when the stalled receivers are not to be reported at all. */
+int tcpw_marks_start(uint32_t netns_ino) {
+  /* EBPF_TEST_STALLED_SCAN=iter or =sock_diag: whole walks only (the
+   * tests of each walk); =marks: marked scans or no stalled receivers. */
+  const char *force = test_switch(TEST_STALLED_SCAN);
+  bool walks_only = force && (!strcmp(force, "iter") ||
+                              !strcmp(force, "sock_diag"));
+  int merr = walks_only ? -ECANCELED : marks_init(netns_ino);
+  if (!merr)
+    E_INFO(FEATURE ": stalled receivers: each scan asks sock_diag about "
+           "the sockets given data since the last one (announced by "
+           "netstacklat's tcp_socket_enqueued program) and those holding "
+           "unread data; a whole walk every %d s.",
+           MARKS_WALK_EVERY_S);
+  else if (!walks_only)
+    E_INFO(FEATURE ": stalled receivers: every scan walks every TCP socket "
+           "(%s), a cost that grows with the sockets, idle ones too.",
+           merr == -ENOENT ? "netstacklat's tcp_socket_enqueued program, "
+                             "which would announce the sockets given data, "
+                             "does not run"
+                           : ERRSTR(merr));
+  if (merr && force && !strcmp(force, "marks")) {
+    E_WARNING(FEATURE ": stalled receivers are not reported: marked scans "
+              "forced by EBPF_TEST_STALLED_SCAN cannot run.");
+    return merr;
+  }
+  return 0;
+}
