@@ -17,51 +17,82 @@
 
 static struct tcpw_cfg cfg;
 
+enum {
+  K_THRESHOLD, K_STALLED_AFTER, K_CLAMPS, K_TRANSITIONS, K_TCP_MEMORY,
+  K_STALLED, K_STALLED_NOTIFY, K_NETNS, NKEYS
+};
+static const struct cfg_key keys[NKEYS] = {
+    /* rcv_ssthresh is a u32 */
+    [K_THRESHOLD] = {"Threshold", CK_INT, 1, UINT32_MAX,
+                     TCP_WINDOW_DEFAULT_THRESHOLD,
+                     .doc = "bytes: a receive window below it is clamped low"},
+    /* tcpi_last_data_recv is u32 milliseconds */
+    [K_STALLED_AFTER] = {"StalledAfter", CK_SECONDS, 0.001, UINT32_MAX / 1000,
+                         60,
+                         .doc = "seconds of unread data without a read after "
+                                "which a receiver is stalled"},
+    [K_CLAMPS] = {"Clamps", CK_BOOL, .def = 1,
+                  .doc = "count receive-window clamps (BPF)"},
+    /* Off by default: its sk_storage work takes the tracepoint flavour from
+     * ~1.3x to ~2.2x an empty program (docs/tcp_window.md). */
+    [K_TRANSITIONS] = {"ClampTransitions", CK_BOOL, .def = 0,
+                       .doc = "count sockets entering the clamped state"},
+    [K_TCP_MEMORY] = {"TcpMemory", CK_BOOL, .def = 1,
+                      .doc = "TCP memory against net.ipv4.tcp_mem"},
+    [K_STALLED] = {"StalledReceivers", CK_BOOL, .def = 1,
+                   .doc = "count receivers that stopped reading"},
+    [K_STALLED_NOTIFY] = {"StalledNotifications", CK_BOOL, .def = 1,
+                          .doc = "a notification when a receiver stalls and "
+                                 "when it ends"},
+    [K_NETNS] = {"NetworkNamespace", CK_STRING, .show = "host",
+                 .doc = "host, all (with StalledReceivers false), or a "
+                        "namespace's name or path"},
+};
+static const struct cfg_block block = {BLOCK, keys, NKEYS};
+
 static void cfg_defaults(void) {
   free(cfg.netns);
-  cfg.threshold = TCP_WINDOW_DEFAULT_THRESHOLD;
-  cfg.stalled_after = 60;
-  cfg.clamps = cfg.tcp_memory = cfg.stalled = true;
-  cfg.stalled_notify = true;
-  /* Off by default: its sk_storage work takes the tracepoint flavour from
-   * ~1.3x to ~2.2x an empty program (docs/tcp_window.md). */
-  cfg.transitions = false;
+  cfg.threshold = (long long)cfg_key_default(&block, K_THRESHOLD);
+  cfg.stalled_after = cfg_key_default(&block, K_STALLED_AFTER);
+  cfg.clamps = cfg_key_default(&block, K_CLAMPS) != 0;
+  cfg.tcp_memory = cfg_key_default(&block, K_TCP_MEMORY) != 0;
+  cfg.stalled = cfg_key_default(&block, K_STALLED) != 0;
+  cfg.stalled_notify = cfg_key_default(&block, K_STALLED_NOTIFY) != 0;
+  cfg.transitions = cfg_key_default(&block, K_TRANSITIONS) != 0;
   cfg.netns = NULL;
 }
 
 /* ---------------------------------------------------------------- config */
 
+static int config_key(const oconfig_item_t *c, int k) {
+  switch (k) {
+  case K_THRESHOLD:
+    return cfg_key_int(&keys[k], c, &cfg.threshold);
+  case K_STALLED_AFTER:
+    return cfg_key_seconds(&keys[k], c, &cfg.stalled_after);
+  case K_CLAMPS:
+    return cfg_key_bool(&keys[k], c, &cfg.clamps);
+  case K_TRANSITIONS:
+    return cfg_key_bool(&keys[k], c, &cfg.transitions);
+  case K_TCP_MEMORY:
+    return cfg_key_bool(&keys[k], c, &cfg.tcp_memory);
+  case K_STALLED:
+    return cfg_key_bool(&keys[k], c, &cfg.stalled);
+  case K_STALLED_NOTIFY:
+    return cfg_key_bool(&keys[k], c, &cfg.stalled_notify);
+  case K_NETNS:
+    return cfg_string(c, &cfg.netns);
+  }
+  return -1;
+}
+
 static int tcp_window_config(const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen_thr = false, seen_sa = false, seen_cl = false, seen_tm = false,
-       seen_st = false, seen_ns = false, seen_tr = false, seen_sn = false;
+  bool seen[NKEYS] = {0};
   cfg_defaults();
   for (int i = 0; i < ci->children_num; i++) {
     const oconfig_item_t *c = &ci->children[i];
-    int st;
-    if (strcasecmp(c->key, "Threshold") == 0)
-      /* rcv_ssthresh is a u32 */
-      st = cfg_once(c, &seen_thr) ||
-           cfg_int_range(c, 1, UINT32_MAX, &cfg.threshold);
-    else if (strcasecmp(c->key, "StalledAfter") == 0)
-      /* tcpi_last_data_recv is u32 milliseconds */
-      st = cfg_once(c, &seen_sa) ||
-           cfg_seconds(c, 0.001, UINT32_MAX / 1000, &cfg.stalled_after);
-    else if (strcasecmp(c->key, "Clamps") == 0)
-      st = cfg_once(c, &seen_cl) || cfg_bool(c, &cfg.clamps);
-    else if (strcasecmp(c->key, "ClampTransitions") == 0)
-      st = cfg_once(c, &seen_tr) || cfg_bool(c, &cfg.transitions);
-    else if (strcasecmp(c->key, "TcpMemory") == 0)
-      st = cfg_once(c, &seen_tm) || cfg_bool(c, &cfg.tcp_memory);
-    else if (strcasecmp(c->key, "StalledReceivers") == 0)
-      st = cfg_once(c, &seen_st) || cfg_bool(c, &cfg.stalled);
-    else if (strcasecmp(c->key, "StalledNotifications") == 0)
-      st = cfg_once(c, &seen_sn) || cfg_bool(c, &cfg.stalled_notify);
-    else if (strcasecmp(c->key, "NetworkNamespace") == 0)
-      st = cfg_once(c, &seen_ns) || cfg_string(c, &cfg.netns);
-    else
-      st = cfg_unknown(c, BLOCK);
-    if (st)
+    if (config_key(c, cfg_key_find(&block, c, seen)))
       errors++;
   }
   if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
@@ -75,7 +106,7 @@ static int tcp_window_config(const oconfig_item_t *ci) {
             "all false: nothing to read.");
     errors++;
   }
-  if (!errors && seen_sn && cfg.stalled_notify && !cfg.stalled) {
+  if (!errors && seen[K_STALLED_NOTIFY] && cfg.stalled_notify && !cfg.stalled) {
     E_ERROR("option \"StalledNotifications\" true in block <" BLOCK "> "
             "needs StalledReceivers true.");
     errors++;
@@ -163,6 +194,7 @@ const struct ebpf_feature feature_tcp_window = {
     .block = BLOCK,
     .name = FEATURE,
     .config = tcp_window_config,
+    .keys = &block,
     .init = tcp_window_init,
     .read = tcp_window_read,
     .shutdown = tcp_window_shutdown,
