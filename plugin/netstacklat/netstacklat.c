@@ -4,21 +4,11 @@
  * quantiles, mean, event count and per-bucket rates. See bpf/netstacklat/netstacklat.bpf.c
  * for the kernel side, the README's "netstacklat hooks" for what each hook
  * means and docs/netstacklat.md for the Cgroup filter and GroupBy. */
-#include "common/cgroup.h"
-#include "core/ebpf.h"
-#include "common/hist.h"
-#include "common/loader.h"
-#include "common/netns.h"
-#include "netstacklat/netstacklat.h"
-#include "netstacklat/cgfilter.h"
-#include "netstacklat/ifaces.h"
-#include "netstacklat/outliers.h"
-#include "netstacklat/slots.h"
+#include "netstacklat/internal.h"
 #include "cgprobe.skel.h"
 #include "netstacklat.skel.h"
 #include "netstacklat_outliers.skel.h"
 #include "netstacklat_sampled.skel.h"
-#include "common/rtclock.h"
 #include "core/testenv.h"
 
 #include <arpa/inet.h>
@@ -34,8 +24,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define FEATURE "netstacklat"
 
 _Static_assert(NSL_NFINE == HIST_NFINE && NSL_SUB_BITS == HIST_SUB_BITS &&
                    NSL_FINE_FIRST_EXP == HIST_FINE_FIRST_EXP,
@@ -64,8 +52,6 @@ static const char *const hook_names[NSL_NHOOKS] = {
     "tcp_socket_enqueued", "udp_socket_enqueued", "tcp_socket_read",
     "udp_socket_read",
 };
-/* Hooks that see the packet before socket lookup: no socket, no cgroup. */
-static bool hook_has_socket(int h) { return h >= NSL_TCP_SOCKET_ENQUEUED; }
 
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
@@ -115,58 +101,29 @@ static const struct hook_def tcp_read_hol_def = {
      P(hol_arrival_tp), P(tcp_read_kprobe)}};
 #undef P
 
-#define MAX_PERCENTILES 16
-#define MAX_BOUNDS 32
-
-static struct {
-  bool hooks_set;
-  bool hook_on[NSL_NHOOKS];
-  double pct[MAX_PERCENTILES];
-  int npct;
-  bool buckets;
-  char **cgroups;
-  size_t ncgroups;
-  char **ifaces;
-  size_t nifaces;
-  char *netns; /* "host", "all" or a name under /run/netns */
-  int groupby;
-  long long min_qlen;
-  bool include_hol;
-  long long max_groups;
-  bool timestamps; /* hold an SO_TIMESTAMPING socket */
-  double outlier_s; /* OutlierThreshold; 0: off */
-  long long outlier_limit;
-  long long sample_every; /* SampleEvery: time one event in this many; 0:
-                           * auto (each hook's N chosen to keep CostBudget) */
-  double cost_budget;      /* CostBudget, % of one CPU (SampleEvery auto) */
-  /* BucketBounds, in ns, rounded to fine bucket edges, sorted, unique */
-  uint64_t bounds[MAX_BOUNDS];
-  int nbounds;
-} cfg;
-
-static void cfg_defaults(void) {
-  cfg.hooks_set = false;
+static void cfg_defaults(struct nsl_config *cfg) {
+  cfg->hooks_set = false;
   for (int h = 0; h < NSL_NHOOKS; h++)
-    cfg.hook_on[h] = true;
+    cfg->hook_on[h] = true;
   static const double def_pct[] = {50, 90, 99, 99.9};
-  cfg.npct = 4;
-  memcpy(cfg.pct, def_pct, sizeof(def_pct));
-  cfg.buckets = false;
-  cfg.groupby = NSL_GROUP_NONE;
-  cfg.min_qlen = 0;
-  cfg.include_hol = true;
-  cfg.max_groups = 128;
-  cfg.timestamps = true;
-  cfg.outlier_s = 0;
-  cfg.outlier_limit = 10;
-  cfg.sample_every = 1;
-  cfg.cost_budget = 0.5;
-  cfg.nbounds = 0;
+  cfg->npct = 4;
+  memcpy(cfg->pct, def_pct, sizeof(def_pct));
+  cfg->buckets = false;
+  cfg->groupby = NSL_GROUP_NONE;
+  cfg->min_qlen = 0;
+  cfg->include_hol = true;
+  cfg->max_groups = 128;
+  cfg->timestamps = true;
+  cfg->outlier_s = 0;
+  cfg->outlier_limit = 10;
+  cfg->sample_every = 1;
+  cfg->cost_budget = 0.5;
+  cfg->nbounds = 0;
 }
 
 /* --------------------------------------------------------------- config */
 
-static int cfg_hooks(const oconfig_item_t *ci) {
+static int cfg_hooks(struct nsl_config *cfg, const oconfig_item_t *ci) {
   bool on[NSL_NHOOKS] = {0};
   char buf[256];
   if (ci->values_num < 1 || ci->children_num != 0)
@@ -188,8 +145,8 @@ static int cfg_hooks(const oconfig_item_t *ci) {
     }
     on[h] = true;
   }
-  memcpy(cfg.hook_on, on, sizeof(on));
-  cfg.hooks_set = true;
+  memcpy(cfg->hook_on, on, sizeof(on));
+  cfg->hooks_set = true;
   return 0;
 bad:
   E_ERROR("invalid value %s for option \"Hooks\" in block <Netstacklat>: "
@@ -202,8 +159,6 @@ bad:
  * (50 -> p50, 99.9 -> p999), to 15 significant digits (99.999999 ->
  * p99999999, not p100). Returns false for a name that would not be
  * digits (1e-05) or would not fit. */
-static char pct_names[MAX_PERCENTILES][24];
-
 static bool pct_name(double p, char *buf, size_t len) {
   char tmp[40];
   snprintf(tmp, sizeof(tmp), "%.15g", p);
@@ -235,7 +190,8 @@ static int cfg_percent(const oconfig_item_t *ci, double *out) {
   return 0;
 }
 
-static int cfg_percentiles(const oconfig_item_t *ci) {
+static int cfg_percentiles(struct nsl_config *cfg,
+                           const oconfig_item_t *ci) {
   char buf[256];
   if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
       ci->children_num != 0)
@@ -246,25 +202,25 @@ static int cfg_percentiles(const oconfig_item_t *ci) {
     double p = ci->values[i].value.number;
     if (!(p > 0 && p <= 100))
       goto bad;
-    cfg.pct[i] = p;
+    cfg->pct[i] = p;
     /* Dropping the dot can make two percentiles one name (99.9 and 9.99
      * are both p999): refuse rather than dispatch two series as one. */
-    char name[sizeof(pct_names[0])];
+    char name[PCT_NAME_LEN];
     if (!pct_name(p, name, sizeof(name)))
       goto bad;
     for (int j = 0; j < i; j++) {
-      char other[sizeof(pct_names[0])];
-      pct_name(cfg.pct[j], other, sizeof(other));
+      char other[PCT_NAME_LEN];
+      pct_name(cfg->pct[j], other, sizeof(other));
       if (strcmp(name, other) == 0) {
         E_ERROR("invalid value %s for option \"Percentiles\" in block "
                 "<Netstacklat>: %g and %g would both be dispatched as "
                 "latency-%s (the name drops the dot); leave one out.",
-                cfg_values_str(ci, buf, sizeof(buf)), cfg.pct[j], p, name);
+                cfg_values_str(ci, buf, sizeof(buf)), cfg->pct[j], p, name);
         return -1;
       }
     }
   }
-  cfg.npct = ci->values_num;
+  cfg->npct = ci->values_num;
   return 0;
 bad:
   E_ERROR("invalid value %s for option \"Percentiles\" in block "
@@ -276,7 +232,7 @@ bad:
 
 /* BucketBounds <seconds>...: repeatable, at most MAX_BOUNDS in all, each
  * rounded to the nearest fine bucket edge (said once, at INFO). */
-static int cfg_bounds(const oconfig_item_t *ci) {
+static int cfg_bounds(struct nsl_config *cfg, const oconfig_item_t *ci) {
   char buf[256];
   if (ci->values_num < 1 || ci->children_num != 0)
     goto bad;
@@ -294,19 +250,19 @@ static int cfg_bounds(const oconfig_item_t *ci) {
              "it.",
              sec, edge / 1e9, (unsigned long long)edge);
     bool dup = false;
-    for (int j = 0; j < cfg.nbounds; j++)
-      dup = dup || cfg.bounds[j] == edge;
+    for (int j = 0; j < cfg->nbounds; j++)
+      dup = dup || cfg->bounds[j] == edge;
     if (dup) /* given twice (or rounded to one edge): counted once */
       continue;
-    if (cfg.nbounds == MAX_BOUNDS) {
+    if (cfg->nbounds == MAX_BOUNDS) {
       E_ERROR("option \"BucketBounds\" in block <Netstacklat>: more than "
               "%d bounds in all.",
               MAX_BOUNDS);
       return -1;
     }
-    cfg.bounds[cfg.nbounds++] = edge;
+    cfg->bounds[cfg->nbounds++] = edge;
   }
-  qsort(cfg.bounds, (size_t)cfg.nbounds, sizeof(cfg.bounds[0]), cmp_u64);
+  qsort(cfg->bounds, (size_t)cfg->nbounds, sizeof(cfg->bounds[0]), cmp_u64);
   return 0;
 bad:
   E_ERROR("invalid value %s for option \"BucketBounds\" in block "
@@ -334,7 +290,8 @@ static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
   return -1;
 }
 
-static int netstacklat_config(const oconfig_item_t *ci) {
+static int netstacklat_config(struct nsl_config *cfg,
+                              const oconfig_item_t *ci) {
   int errors = 0;
   bool seen[16] = {0};
   for (int i = 0; i < ci->children_num; i++) {
@@ -342,52 +299,52 @@ static int netstacklat_config(const oconfig_item_t *ci) {
     const char *k = c->key;
     int st = 0;
     if (!strcasecmp(k, "Hooks"))
-      st = cfg_once(c, &seen[0]) || cfg_hooks(c);
+      st = cfg_once(c, &seen[0]) || cfg_hooks(cfg, c);
     else if (!strcasecmp(k, "Percentiles"))
-      st = cfg_once(c, &seen[1]) || cfg_percentiles(c);
+      st = cfg_once(c, &seen[1]) || cfg_percentiles(cfg, c);
     else if (!strcasecmp(k, "Buckets"))
-      st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg.buckets);
+      st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg->buckets);
     else if (!strcasecmp(k, "BucketBounds"))
-      st = cfg_bounds(c);
+      st = cfg_bounds(cfg, c);
     else if (!strcasecmp(k, "Cgroup"))
-      st = cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+      st = cfg_cgroups_append(c, &cfg->cgroups, &cfg->ncgroups);
     else if (!strcasecmp(k, "Interface")) {
-      st = cfg_strings_append(c, &cfg.ifaces, &cfg.nifaces);
-      for (size_t j = 0; !st && j < cfg.nifaces; j++)
-        if (strlen(cfg.ifaces[j]) >= IFNAMSIZ || strchr(cfg.ifaces[j], '/')) {
+      st = cfg_strings_append(c, &cfg->ifaces, &cfg->nifaces);
+      for (size_t j = 0; !st && j < cfg->nifaces; j++)
+        if (strlen(cfg->ifaces[j]) >= IFNAMSIZ || strchr(cfg->ifaces[j], '/')) {
           E_ERROR("invalid value \"%s\" for option \"Interface\" in block "
                   "<Netstacklat>: not an interface name.",
-                  cfg.ifaces[j]);
+                  cfg->ifaces[j]);
           st = -1;
         }
     } else if (!strcasecmp(k, "NetworkNamespace"))
-      st = cfg_once(c, &seen[3]) || cfg_string(c, &cfg.netns);
+      st = cfg_once(c, &seen[3]) || cfg_string(c, &cfg->netns);
     else if (!strcasecmp(k, "GroupBy")) {
       static const char *const g[] = {"none", "cgroup", "interface"};
       st = cfg_once(c, &seen[4]) ||
-           cfg_choice(c, g, 3, &cfg.groupby, "cgroup, interface or none");
+           cfg_choice(c, g, 3, &cfg->groupby, "cgroup, interface or none");
     } else if (!strcasecmp(k, "MinQueueLength"))
       st = cfg_once(c, &seen[5]) ||
-           cfg_int_range(c, 0, 1000000, &cfg.min_qlen);
+           cfg_int_range(c, 0, 1000000, &cfg->min_qlen);
     else if (!strcasecmp(k, "IncludeHOLBlocked"))
-      st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg.include_hol);
+      st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg->include_hol);
     else if (!strcasecmp(k, "EnableTimestamps"))
-      st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg.timestamps);
+      st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg->timestamps);
     else if (!strcasecmp(k, "OutlierThreshold"))
       st = cfg_once(c, &seen[9]) ||
-           cfg_seconds(c, 0.000001, 3600, &cfg.outlier_s);
+           cfg_seconds(c, 0.000001, 3600, &cfg->outlier_s);
     else if (!strcasecmp(k, "OutlierLimit"))
       st = cfg_once(c, &seen[10]) ||
-           cfg_int_range(c, 1, 10000, &cfg.outlier_limit);
+           cfg_int_range(c, 1, 10000, &cfg->outlier_limit);
     else if (!strcasecmp(k, "SampleEvery")) {
       if (c->values_num == 1 && c->children_num == 0 &&
           c->values[0].type == OCONFIG_TYPE_STRING &&
           !strcasecmp(c->values[0].value.string, "auto")) {
         st = cfg_once(c, &seen[11]);
-        cfg.sample_every = 0;
+        cfg->sample_every = 0;
       } else if (c->values_num == 1 && c->values[0].type == OCONFIG_TYPE_NUMBER) {
         st = cfg_once(c, &seen[11]) ||
-             cfg_int_range(c, 1, 65536, &cfg.sample_every);
+             cfg_int_range(c, 1, 65536, &cfg->sample_every);
       } else {
         E_ERROR("invalid value %s for option \"SampleEvery\" in block "
                 "<Netstacklat>: expected one integer from 1 to 65536, or "
@@ -396,25 +353,25 @@ static int netstacklat_config(const oconfig_item_t *ci) {
         st = -1;
       }
     } else if (!strcasecmp(k, "CostBudget"))
-      st = cfg_once(c, &seen[12]) || cfg_percent(c, &cfg.cost_budget);
+      st = cfg_once(c, &seen[12]) || cfg_percent(c, &cfg->cost_budget);
     else if (!strcasecmp(k, "MaxGroups"))
       st = cfg_once(c, &seen[7]) ||
-           cfg_int_range(c, 1, 65536, &cfg.max_groups);
+           cfg_int_range(c, 1, 65536, &cfg->max_groups);
     else
       st = cfg_unknown(c, "Netstacklat");
     if (st)
       errors++;
   }
-  if (!errors && seen[12] && cfg.sample_every != 0) {
+  if (!errors && seen[12] && cfg->sample_every != 0) {
     E_ERROR("option \"CostBudget\" in block <Netstacklat>: it sets what "
             "SampleEvery \"auto\" keeps to; add SampleEvery \"auto\" or "
             "remove CostBudget.");
     errors++;
   }
-  if (!errors && (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
-      cfg.hooks_set) {
+  if (!errors && (cfg->ncgroups || cfg->groupby == NSL_GROUP_CGROUP) &&
+      cfg->hooks_set) {
     for (int h = 0; h < NSL_NHOOKS; h++)
-      if (cfg.hook_on[h] && !hook_has_socket(h)) {
+      if (cfg->hook_on[h] && !hook_has_socket(h)) {
         E_ERROR("option \"Hooks\" in block <Netstacklat>: hook %s sees "
                 "packets before they have a socket, so it cannot be "
                 "filtered or grouped by cgroup; remove it or the cgroup "
@@ -435,192 +392,143 @@ struct group_prev {
   uint64_t le[MAX_BOUNDS]; /* BucketBounds: events at or below, so far */
 };
 
-static struct netstacklat_bpf *skel;
-static struct hook_state hooks[NSL_NHOOKS];
-static int ts_sock = -1;
-static int ncpus;
-static struct nsl_hist prev[NSL_NHOOKS];
-static uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
-static char bound_names[MAX_BOUNDS][32]; /* "le_<ns>" */
-/* The identity of each hook's values (plugin, plugin_instance), and the
- * type_instance of each bucket: made once, reused every interval. */
-static value_list_t hook_vl[NSL_NHOOKS];
-static char bucket_names[HIST_NBUCKETS][32];
-static struct group_prev *gprev; /* sorted by key */
-static size_t ngprev;
-static struct timespec last_read;
-static struct netns netns;
-static bool warned_map_full;
-static struct cgroup_tree cgroups;
-/* Entries of the Cgroup filter's hash map (the hash way): room for 4 times
- * the cgroups matching at start, at least 4096, at most 2^20; more than it
- * holds are retried every interval, with a WARNING. */
-static __u32 cg_filter_size = 4096;
-/* The Cgroup filter (plugin/netstacklat/cgfilter.c): the ways chosen at init and
- * what the kernel was given. cgf.hash: the hash filter is kept filled (no
- * cgroup storage, or a socket hook runs as a kprobe). */
-static struct nsl_cgfilter cgf;
-/* The Interface filter and GroupBy interface's names
- * (plugin/netstacklat/ifaces.c). */
-static struct nsl_iffilter iff;
-static struct nsl_ifnames ifnames;
-/* GroupBy cgroup: the slots and the group index (plugin/netstacklat/slots.c);
- * cgslots.slot is NULL without GroupBy cgroup. */
-static struct nsl_slots cgslots;
-static __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
-static struct ring_buffer *outlier_rb; /* OutlierThreshold set */
-/* SampleEvery: each hook's N during the interval being read (fixed N, or
- * auto's choice at the read before), and its events in that interval
- * (exact, every N), summed by dispatch(). */
-static uint32_t n_used[NSL_NHOOKS];
-static uint64_t programs_run_ns(void);
-static uint64_t hook_events[NSL_NHOOKS];
-/* SampleEvery auto: the programs' run time at the last read (BPF stats;
- * 0 while they are off), and whether the budget was out of reach then. */
-static uint64_t auto_run_ns;
-static bool auto_over;
-static size_t groups_shared; /* groups named with their hash (last read) */
+/* The static state of the one running netstacklat. */
+static struct nsl_state nsl = {.ts_sock = -1, .cg_filter_size = 4096};
 
-static double now_mono(struct timespec *ts) {
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  return ts->tv_sec + ts->tv_nsec / 1e9;
-}
-
-/* "Now" in BPF: the clock chosen at init, plus REALTIME minus that clock,
- * written before the programs attach (in the skeleton's .bss before load)
- * and refreshed every interval. */
-static enum rtclock bpf_clock;
-
-static void set_clock_offset(void) {
+static void set_clock_offset(struct nsl_state *s) {
   int64_t off;
-  if (skel && rtclock_offset(bpf_clock, &off, NULL) == 0)
-    skel->bss->realtime_offset_ns = off;
+  if (s->skel && rtclock_offset(s->bpf_clock, &off, NULL) == 0)
+    s->skel->bss->realtime_offset_ns = off;
 }
 
 /* ---------------------------------------------------------------- loader */
 
 static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
+  struct nsl_state *s = ctx;
+  const struct nsl_config *cfg = &s->cfg;
   LIBBPF_OPTS(bpf_object_open_opts, opts,
               .btf_custom_path = ebpf_global.btf_path);
-  if (!cfg.outlier_s && cfg.sample_every == 1) {
-    skel = netstacklat_bpf__open_opts(&opts);
+  if (!cfg->outlier_s && cfg->sample_every == 1) {
+    s->skel = netstacklat_bpf__open_opts(&opts);
   } else {
     /* The same maps, programs and variables, with the outlier path (and
      * the sampling path), or with the sampling path alone. */
-    skel = calloc(1, sizeof(*skel));
-    int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
+    s->skel = calloc(1, sizeof(*s->skel));
+    int err = s->skel ? netstacklat_bpf__create_skeleton(s->skel) : -ENOMEM;
     if (!err) {
-      skel->skeleton->data =
-          cfg.outlier_s
-              ? netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz)
-              : netstacklat_sampled_bpf__elf_bytes(&skel->skeleton->data_sz);
-      err = bpf_object__open_skeleton(skel->skeleton, &opts);
+      s->skel->skeleton->data =
+          cfg->outlier_s
+              ? netstacklat_outliers_bpf__elf_bytes(&s->skel->skeleton->data_sz)
+              : netstacklat_sampled_bpf__elf_bytes(&s->skel->skeleton->data_sz);
+      err = bpf_object__open_skeleton(s->skel->skeleton, &opts);
     }
     if (err) {
-      if (skel)
-        netstacklat_bpf__destroy(skel);
-      skel = NULL;
+      if (s->skel)
+        netstacklat_bpf__destroy(s->skel);
+      s->skel = NULL;
       errno = -err;
     }
   }
-  if (!skel)
+  if (!s->skel)
     return NULL;
-  *skel_out = skel;
-  skel->rodata->targ_netns = netns.inum;
-  skel->rodata->targ_filter_ifindex = cfg.nifaces > 0;
-  skel->rodata->targ_filter_cgroup = cfg.ncgroups > 0;
-  skel->rodata->targ_groupby = (__u32)cfg.groupby;
-  skel->rodata->targ_min_qlen = (__u32)cfg.min_qlen;
-  skel->rodata->targ_include_hol = cfg.include_hol;
-  skel->rodata->targ_clock_tai = bpf_clock == RTCLOCK_TAI;
-  skel->rodata->targ_outlier_ns = (__u64)(cfg.outlier_s * 1e9 + 0.5);
-  skel->rodata->targ_outlier_limit = (__u64)cfg.outlier_limit;
-  skel->rodata->targ_sample_every = (__u32)cfg.sample_every;
-  skel->rodata->targ_sample_auto = cfg.sample_every == 0;
+  *skel_out = s->skel;
+  s->skel->rodata->targ_netns = s->netns.inum;
+  s->skel->rodata->targ_filter_ifindex = cfg->nifaces > 0;
+  s->skel->rodata->targ_filter_cgroup = cfg->ncgroups > 0;
+  s->skel->rodata->targ_groupby = (__u32)cfg->groupby;
+  s->skel->rodata->targ_min_qlen = (__u32)cfg->min_qlen;
+  s->skel->rodata->targ_include_hol = cfg->include_hol;
+  s->skel->rodata->targ_clock_tai = s->bpf_clock == RTCLOCK_TAI;
+  s->skel->rodata->targ_outlier_ns = (__u64)(cfg->outlier_s * 1e9 + 0.5);
+  s->skel->rodata->targ_outlier_limit = (__u64)cfg->outlier_limit;
+  s->skel->rodata->targ_sample_every = (__u32)cfg->sample_every;
+  s->skel->rodata->targ_sample_auto = cfg->sample_every == 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
-    skel->bss->sample_n[h] = 1;
+    s->skel->bss->sample_n[h] = 1;
   /* Off: the smallest ring buffer there is (one page). */
-  if (!cfg.outlier_s)
-    bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
+  if (!cfg->outlier_s)
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_outliers,
                              (__u32)sysconf(_SC_PAGESIZE));
   /* The initial value of the map: in force from the first event on. */
-  set_clock_offset();
+  set_clock_offset(s);
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
    * Preallocated per CPU: entries x CPUs x NSL_HIST_SIZE (1,680) bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
-    nwanted += hooks[h].wanted;
-  bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
-                           cfg.groupby && nwanted
-                               ? (__u32)cfg.max_groups * nwanted
+    nwanted += s->hooks[h].wanted;
+  bpf_map__set_max_entries(s->skel->maps.netstacklat_grouped_seconds,
+                           cfg->groupby && nwanted
+                               ? (__u32)cfg->max_groups * nwanted
                                : 1);
-  bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter,
-                           cfg.ncgroups ? cg_filter_size : 1);
+  bpf_map__set_max_entries(s->skel->maps.netstacklat_cgroup_filter,
+                           cfg->ncgroups ? s->cg_filter_size : 1);
   /* Cgroup storage, or on a kernel without it a harmless one-entry array
    * in its place (its path is pruned by the verifier). */
-  skel->rodata->targ_cg_storage = cgf.storage;
+  s->skel->rodata->targ_cg_storage = s->cgf.storage;
   /* The ancestors way: the levels are constants of the program; the ids
    * are in force from the first event. */
-  skel->rodata->targ_anc_n = cgf.anc ? (__u32)cfg.ncgroups : 0;
-  nsl_cgf_opened(&cgf, skel->rodata->targ_anc_level,
-                 &skel->data->cg_filter_gen, skel->bss->anc_id);
-  if (!cgf.storage) {
-    bpf_map__set_type(skel->maps.netstacklat_cgroup_state,
+  s->skel->rodata->targ_anc_n = s->cgf.anc ? (__u32)cfg->ncgroups : 0;
+  nsl_cgf_opened(&s->cgf, s->skel->rodata->targ_anc_level,
+                 &s->skel->data->cg_filter_gen, s->skel->bss->anc_id);
+  if (!s->cgf.storage) {
+    bpf_map__set_type(s->skel->maps.netstacklat_cgroup_state,
                       BPF_MAP_TYPE_ARRAY);
-    bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
-    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_state, 1);
+    bpf_map__set_map_flags(s->skel->maps.netstacklat_cgroup_state, 0);
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_cgroup_state, 1);
   }
-  nwanted_pos = 0;
+  s->nwanted_pos = 0;
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    hook_pos[h] = hooks[h].wanted ? nwanted_pos++ : 0;
-    skel->rodata->targ_hook_pos[h] = hook_pos[h];
+    s->hook_pos[h] = s->hooks[h].wanted ? s->nwanted_pos++ : 0;
+    s->skel->rodata->targ_hook_pos[h] = s->hook_pos[h];
   }
-  skel->rodata->targ_nwanted = nwanted_pos ? nwanted_pos : 1;
-  if (cgslots.slot && nwanted_pos) {
-    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_slots,
-                             (__u32)cfg.max_groups * nwanted_pos);
-    bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
-                             cgslots.index_size);
-    skel->rodata->targ_cg_index_mask = cgslots.index_size - 1;
+  s->skel->rodata->targ_nwanted = s->nwanted_pos ? s->nwanted_pos : 1;
+  if (s->cgslots.slot && s->nwanted_pos) {
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_cgroup_slots,
+                             (__u32)cfg->max_groups * s->nwanted_pos);
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_cgroup_index,
+                             s->cgslots.index_size);
+    s->skel->rodata->targ_cg_index_mask = s->cgslots.index_size - 1;
     /* The slots are preallocated; the group table then holds each
      * group's events before its slot: allocated as they come, so the two
      * together stay near the memory of the table alone. Only where
      * tracing programs may use maps that are not preallocated (6.1+;
      * cgroup storage, 6.2, tells): older kernels preallocate both. */
-    if (cgf.storage)
-      bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+    if (s->cgf.storage)
+      bpf_map__set_map_flags(s->skel->maps.netstacklat_grouped_seconds,
                              BPF_F_NO_PREALLOC);
   }
-  if (!cfg.nifaces)
-    bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
-  return skel->obj;
+  if (!cfg->nifaces)
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_ifindex_filter, 1);
+  return s->skel->obj;
 }
 
 static int nsl_load(void *ctx) {
+  struct nsl_state *s = ctx;
   /* The flavours are chosen by now: the shared sk_data_ready program
    * serves the enqueue hooks that chose it, and only those. */
-  skel->rodata->targ_tcp_enqueued_tp =
-      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
-  skel->rodata->targ_udp_enqueued_tp =
-      hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
-  int err = netstacklat_bpf__load(skel);
+  s->skel->rodata->targ_tcp_enqueued_tp =
+      s->hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  s->skel->rodata->targ_udp_enqueued_tp =
+      s->hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
+  int err = netstacklat_bpf__load(s->skel);
   if (!err)
-    nsl_cgf_loaded(&cgf, &skel->data->cg_filter_gen, skel->bss->anc_id,
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_state),
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
-                   bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
-  if (!err && cgslots.slot)
-    nsl_slots_bind(&cgslots,
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_index), ncpus,
-                   nwanted_pos);
+    nsl_cgf_loaded(&s->cgf, &s->skel->data->cg_filter_gen, s->skel->bss->anc_id,
+                   bpf_map__fd(s->skel->maps.netstacklat_cgroup_state),
+                   bpf_map__fd(s->skel->maps.netstacklat_cgroup_filter),
+                   bpf_map__max_entries(s->skel->maps.netstacklat_cgroup_filter));
+  if (!err && s->cgslots.slot)
+    nsl_slots_bind(&s->cgslots,
+                   bpf_map__fd(s->skel->maps.netstacklat_cgroup_slots),
+                   bpf_map__fd(s->skel->maps.netstacklat_cgroup_index), s->ncpus,
+                   s->nwanted_pos);
   return err;
 }
 
 static void nsl_destroy(void *ctx) {
-  netstacklat_bpf__destroy(skel);
-  skel = NULL;
+  struct nsl_state *s = ctx;
+  netstacklat_bpf__destroy(s->skel);
+  s->skel = NULL;
 }
 
 /* Receive timestamps are taken only while some socket on the host asks
@@ -642,34 +550,32 @@ static int open_tstamp_socket(void) {
 
 /* ------------------------------------------------------------- outliers */
 
-static struct nsl_outlier_ctx outlier_ctx;
-
 static int on_outlier(void *ctx, void *data, size_t len) {
-  (void)ctx;
-  return nsl_outlier_notify(&outlier_ctx, data, len);
+  return nsl_outlier_notify(ctx, data, len);
 }
 
-static void read_outliers(void) {
-  outlier_ctx.cg_refreshed = false;
-  outlier_ctx.self_netns = netns_self_inum();
-  int err = ring_buffer__consume(outlier_rb);
+static void read_outliers(struct nsl_state *s) {
+  s->outlier_ctx.cg_refreshed = false;
+  s->outlier_ctx.self_netns = netns_self_inum();
+  int err = ring_buffer__consume(s->outlier_rb);
   if (err < 0)
     E_WARNING("netstacklat: reading outlier records failed: %s",
               ERRSTR(err));
-  __u64 vals[ncpus], suppressed = 0;
+  __u64 vals[s->ncpus], suppressed = 0;
   __u32 zero = 0;
   if (bpf_map_lookup_elem(
-          bpf_map__fd(skel->maps.netstacklat_outliers_suppressed), &zero,
+          bpf_map__fd(s->skel->maps.netstacklat_outliers_suppressed), &zero,
           vals) == 0)
-    for (int c = 0; c < ncpus; c++)
+    for (int c = 0; c < s->ncpus; c++)
       suppressed += vals[c];
   submit_derive(FEATURE, "", "operations", "outliers",
-                (int64_t)outlier_ctx.notified);
+                (int64_t)s->outlier_ctx.notified);
   submit_derive(FEATURE, "", "operations", "outliers_suppressed",
                 (int64_t)suppressed);
 }
 
 static void netstacklat_shutdown(void);
+static uint64_t programs_run_ns(const struct nsl_state *s);
 
 static int cgprobe_load(void *p) { return cgprobe_bpf__load(p); }
 
@@ -696,68 +602,70 @@ static bool cg_storage_refused(char *why, size_t len) {
 }
 
 static int netstacklat_init(void) {
-  int err = netns_resolve(cfg.netns, FEATURE, &netns);
+  struct nsl_state *s = &nsl;
+  const struct nsl_config *cfg = &s->cfg;
+  int err = netns_resolve(cfg->netns, FEATURE, &s->netns);
   if (err)
     return err;
-  nsl_iff_free(&iff);
-  if (nsl_iff_init(&iff, cfg.ifaces, cfg.nifaces, &netns))
+  nsl_iff_free(&s->iff);
+  if (nsl_iff_init(&s->iff, cfg->ifaces, cfg->nifaces, &s->netns))
     return -ENOMEM;
-  ifnames.ns = &netns;
-  if (cfg.nifaces) {
+  s->ifnames.ns = &s->netns;
+  if (cfg->nifaces) {
     /* The names are looked up inside the namespace (setns(), which needs
      * CAP_SYS_ADMIN): without that the filter could never be filled, and
      * netstacklat would count nothing under its names. */
     int back;
-    if ((err = netns_enter(&netns, FEATURE, &back)) != 0) {
+    if ((err = netns_enter(&s->netns, FEATURE, &back)) != 0) {
       E_WARNING("netstacklat: the Interface option needs its names looked "
                 "up in %s; netstacklat is disabled.",
-                netns.path);
+                s->netns.path);
       return err == -EINVAL ? -ENOENT : err;
     }
     netns_leave(back, FEATURE);
   }
-  if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
+  if ((cfg->ncgroups || cfg->groupby == NSL_GROUP_CGROUP) && !cgroup2_root()) {
     E_WARNING("netstacklat: no cgroup2 hierarchy is mounted: the Cgroup and "
               "GroupBy cgroup options cannot work; netstacklat is disabled.");
     return -ENOENT;
   }
-  ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0) {
-    E_WARNING("netstacklat: cannot count CPUs: %s", ERRSTR(ncpus));
-    return ncpus ? ncpus : -EINVAL;
+  s->ncpus = libbpf_num_possible_cpus();
+  if (s->ncpus <= 0) {
+    E_WARNING("netstacklat: cannot count CPUs: %s", ERRSTR(s->ncpus));
+    return s->ncpus ? s->ncpus : -EINVAL;
   }
 
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    hooks[h] = (struct hook_state){.def = &hook_defs[h],
-                                   .wanted = cfg.hook_on[h]};
-    if (h == NSL_TCP_SOCKET_READ && !cfg.include_hol) {
-      hooks[h].def = &tcp_read_hol_def;
-      hooks[h].refuse[FLAVOUR_KPROBE] =
+    s->hooks[h] = (struct hook_state){.def = &hook_defs[h],
+                                   .wanted = cfg->hook_on[h]};
+    if (h == NSL_TCP_SOCKET_READ && !cfg->include_hol) {
+      s->hooks[h].def = &tcp_read_hol_def;
+      s->hooks[h].refuse[FLAVOUR_KPROBE] =
           "not with IncludeHOLBlocked false (it needs socket storage, "
           "which kprobe programs cannot use)";
     }
-    if ((cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) &&
-        !hook_has_socket(h) && hooks[h].wanted) {
-      hooks[h].wanted = false;
+    if ((cfg->ncgroups || cfg->groupby == NSL_GROUP_CGROUP) &&
+        !hook_has_socket(h) && s->hooks[h].wanted) {
+      s->hooks[h].wanted = false;
       E_INFO("netstacklat: hook %s is not loaded: it has no socket, so no "
              "cgroup to filter or group by.",
              hook_names[h]);
     }
   }
   bool cg_storage = false, cg_hash = false, cg_anc = false;
-  if (cfg.ncgroups || cfg.groupby == NSL_GROUP_CGROUP) {
+  if (cfg->ncgroups || cfg->groupby == NSL_GROUP_CGROUP) {
     /* Test-only: EBPF_TEST_CGROUP_FILTER skips the ways before it. */
     const char *force = test_switch(TEST_CGROUP_FILTER);
     const char *no_anc = NULL;
-    if (!cfg.ncgroups)
+    if (!cfg->ncgroups)
       no_anc = "no Cgroup option";
-    else if (cfg.groupby == NSL_GROUP_CGROUP)
+    else if (cfg->groupby == NSL_GROUP_CGROUP)
       no_anc = "GroupBy cgroup looks the cgroup up anyway";
-    else if (cfg.ncgroups > NSL_CG_ANC_MAX)
+    else if (cfg->ncgroups > NSL_CG_ANC_MAX)
       no_anc = "more than 8 Cgroup paths";
     _Static_assert(NSL_CG_ANC_MAX == 8, "the message above says 8");
-    for (size_t i = 0; !no_anc && i < cfg.ncgroups; i++)
-      if (cgroup_is_glob(cfg.cgroups[i]))
+    for (size_t i = 0; !no_anc && i < cfg->ncgroups; i++)
+      if (cgroup_is_glob(cfg->cgroups[i]))
         no_anc = "a Cgroup glob may match cgroups at other levels later";
     if (!no_anc && !cgroup2_is_whole(&no_anc))
       no_anc = no_anc ? no_anc : "the cgroup2 mount is not the whole tree";
@@ -780,7 +688,7 @@ static int netstacklat_init(void) {
       E_INFO("netstacklat: the Cgroup filter uses the cgroups' ancestors "
              "(%zu Cgroup paths without globs: each socket cgroup's ancestor "
              "at a configured path's level is compared with it).",
-             cfg.ncgroups);
+             cfg->ncgroups);
     else
       E_INFO("netstacklat: the Cgroup filter and GroupBy cgroup use %s (%s%s%s).",
              cg_storage ? "cgroup storage" : "hash maps",
@@ -788,14 +696,14 @@ static int netstacklat_init(void) {
              : refused[0] ? refused
              : r == 1    ? "the kernel has BPF_MAP_TYPE_CGRP_STORAGE"
                          : "the kernel has no BPF_MAP_TYPE_CGRP_STORAGE (6.2+)",
-             cfg.ncgroups ? "; not the cgroups' ancestors: " : "",
-             cfg.ncgroups ? no_anc : "");
-    if (cfg.groupby == NSL_GROUP_CGROUP) {
+             cfg->ncgroups ? "; not the cgroups' ancestors: " : "",
+             cfg->ncgroups ? no_anc : "");
+    if (cfg->groupby == NSL_GROUP_CGROUP) {
       /* The group index: 4 positions per slot, a power of two, so that
        * two probes nearly always find room (EBPF_TEST_CG_INDEX_SIZE, a
        * power of two, forces a size for the tests). */
       const char *isz = test_switch(TEST_CG_INDEX_SIZE);
-      unsigned long long want = 4ULL * (unsigned long long)cfg.max_groups;
+      unsigned long long want = 4ULL * (unsigned long long)cfg->max_groups;
       if (isz && *isz) {
         char *end;
         want = strtoull(isz, &end, 10);
@@ -809,112 +717,114 @@ static int netstacklat_init(void) {
       __u32 isize = 1;
       while (isize < want)
         isize <<= 1;
-      if (nsl_slots_alloc(&cgslots, cfg.max_groups, isize))
+      if (nsl_slots_alloc(&s->cgslots, cfg->max_groups, isize))
         return -ENOMEM;
       E_INFO("netstacklat: GroupBy cgroup: %lld slots (MaxGroups), found "
              "through a group index of %u entries (array lookups, no "
              "helper call).",
-             cfg.max_groups, isize);
+             cfg->max_groups, isize);
     }
   }
-  nsl_cgf_free(&cgf);
-  nsl_cgf_init(&cgf, cfg.cgroups, cfg.ncgroups, cg_anc, cg_storage, cg_hash);
-  if (cfg.ncgroups) {
+  nsl_cgf_free(&s->cgf);
+  nsl_cgf_init(&s->cgf, cfg->cgroups, cfg->ncgroups, cg_anc, cg_storage, cg_hash);
+  if (cfg->ncgroups) {
     /* Sized from the tree; EBPF_TEST_CG_FILTER_SIZE forces a size for the
      * tests. */
-    cgroup_tree_refresh(&cgroups);
+    cgroup_tree_refresh(&s->cgroups);
     uint64_t *ids;
-    size_t n = cgroup_subtree_ids(&cgroups, cfg.cgroups, cfg.ncgroups, &ids);
+    size_t n = cgroup_subtree_ids(&s->cgroups, cfg->cgroups, cfg->ncgroups, &ids);
     free(ids);
     unsigned long long want = 4ULL * n;
-    cg_filter_size = 4096;
-    while (cg_filter_size < want && cg_filter_size < (1U << 20))
-      cg_filter_size <<= 1;
+    s->cg_filter_size = 4096;
+    while (s->cg_filter_size < want && s->cg_filter_size < (1U << 20))
+      s->cg_filter_size <<= 1;
     const char *fsz = test_switch(TEST_CG_FILTER_SIZE);
     if (fsz && *fsz && strtoul(fsz, NULL, 10) > 0)
-      cg_filter_size = (__u32)strtoul(fsz, NULL, 10);
+      s->cg_filter_size = (__u32)strtoul(fsz, NULL, 10);
   }
   const char *clock_why;
   bool tai_refused;
-  bpf_clock = rtclock_choose(&clock_why, &tai_refused);
+  s->bpf_clock = rtclock_choose(&clock_why, &tai_refused);
   if (tai_refused)
     E_WARNING("netstacklat: \"now\" is CLOCK_%s plus its offset to "
               "REALTIME (%s).",
-              rtclock_name(bpf_clock), clock_why);
+              rtclock_name(s->bpf_clock), clock_why);
   else
     E_INFO("netstacklat: \"now\" is CLOCK_%s plus its offset to REALTIME "
            "(%s).",
-           rtclock_name(bpf_clock), clock_why);
-  struct loader_ops ops = {NULL, nsl_open, nsl_load, nsl_destroy};
-  int n = loader_run(FEATURE, &ops, hooks, NSL_NHOOKS);
-  if (n <= 0 || !skel) {
+           rtclock_name(s->bpf_clock), clock_why);
+  struct loader_ops ops = {s, nsl_open, nsl_load, nsl_destroy};
+  int n = loader_run(FEATURE, &ops, s->hooks, NSL_NHOOKS);
+  if (n <= 0 || !s->skel) {
     E_WARNING("netstacklat: no hook could be attached; netstacklat is "
               "disabled.");
-    if (skel)
+    if (s->skel)
       netstacklat_shutdown();
     return n < 0 ? n : -ENOENT;
   }
 
-  iff.map_fd = bpf_map__fd(skel->maps.netstacklat_ifindex_filter);
-  nsl_iff_refresh(&iff, true);
+  s->iff.map_fd = bpf_map__fd(s->skel->maps.netstacklat_ifindex_filter);
+  nsl_iff_refresh(&s->iff, true);
   /* kprobe programs have no cgroup storage: with a socket hook in that
    * flavour, the hash filter is kept filled as well. */
-  for (int h = 0; (cgf.storage || cgf.anc) && h < NSL_NHOOKS; h++)
-    if (hook_has_socket(h) && hooks[h].flavour == FLAVOUR_KPROBE &&
-        !cgf.hash) {
-      cgf.hash = true;
+  for (int h = 0; (s->cgf.storage || s->cgf.anc) && h < NSL_NHOOKS; h++)
+    if (hook_has_socket(h) && s->hooks[h].flavour == FLAVOUR_KPROBE &&
+        !s->cgf.hash) {
+      s->cgf.hash = true;
       E_INFO("netstacklat: hook %s runs as a kprobe, which %s: the cgroup "
              "hash filter is kept as well.",
              hook_names[h],
-             cgf.storage ? "has no cgroup storage"
+             s->cgf.storage ? "has no cgroup storage"
                          : "would read the ancestors through helper calls");
     }
-  if (cgf.hash || cfg.groupby == NSL_GROUP_CGROUP)
-    cgroup_tree_refresh(&cgroups);
-  if (cfg.ncgroups && nsl_cgf_refresh(&cgf, &cgroups, false) == 0)
+  if (s->cgf.hash || cfg->groupby == NSL_GROUP_CGROUP)
+    cgroup_tree_refresh(&s->cgroups);
+  if (cfg->ncgroups && nsl_cgf_refresh(&s->cgf, &s->cgroups, false) == 0)
     E_WARNING("netstacklat: the Cgroup option matches no cgroup yet; "
               "matching cgroups are picked up when they appear.");
 
-  ts_sock = cfg.timestamps ? open_tstamp_socket() : -1;
-  if (cfg.timestamps && ts_sock < 0)
+  s->ts_sock = cfg->timestamps ? open_tstamp_socket() : -1;
+  if (cfg->timestamps && s->ts_sock < 0)
     E_WARNING("netstacklat: cannot enable receive timestamps "
               "(SO_TIMESTAMPING): %s; packets are stamped only if another "
               "socket asks for it.",
-              ERRSTR(ts_sock));
-  if (cfg.outlier_s) {
-    outlier_rb = ring_buffer__new(bpf_map__fd(skel->maps.netstacklat_outliers),
-                                  on_outlier, NULL, NULL);
-    if (!outlier_rb) {
+              ERRSTR(s->ts_sock));
+  if (cfg->outlier_s) {
+    s->outlier_rb =
+        ring_buffer__new(bpf_map__fd(s->skel->maps.netstacklat_outliers),
+                         on_outlier, &s->outlier_ctx, NULL);
+    if (!s->outlier_rb) {
       E_ERROR("netstacklat: cannot read the outlier ring buffer: %s",
               ERRSTR(errno));
       netstacklat_shutdown();
       return -errno;
     }
   }
-  outlier_ctx = (struct nsl_outlier_ctx){
-      .plugin = FEATURE, .hook_names = hook_names, .cgroups = &cgroups};
-  memset(prev, 0, sizeof(prev));
-  memset(prev_le, 0, sizeof(prev_le));
-  memset(hook_events, 0, sizeof(hook_events));
+  s->outlier_ctx = (struct nsl_outlier_ctx){
+      .plugin = FEATURE, .hook_names = hook_names, .cgroups = &s->cgroups};
+  memset(s->prev, 0, sizeof(s->prev));
+  memset(s->prev_le, 0, sizeof(s->prev_le));
+  memset(s->hook_events, 0, sizeof(s->hook_events));
   for (int h = 0; h < NSL_NHOOKS; h++)
-    n_used[h] = cfg.sample_every ? (uint32_t)cfg.sample_every : 1;
-  auto_run_ns = cfg.sample_every ? 0 : programs_run_ns();
-  auto_over = false;
-  if (cfg.sample_every == 0)
+    s->n_used[h] = cfg->sample_every ? (uint32_t)cfg->sample_every : 1;
+  s->auto_run_ns = cfg->sample_every ? 0 : programs_run_ns(s);
+  s->auto_over = false;
+  if (cfg->sample_every == 0)
     E_INFO(FEATURE ": SampleEvery auto: each hook's N is chosen every "
            "interval to keep the programs within CostBudget %g%% of a CPU "
            "(estimated from the events and %s).",
-           cfg.cost_budget,
-           auto_run_ns || ebpf_global.bpf_stats
+           cfg->cost_budget,
+           s->auto_run_ns || ebpf_global.bpf_stats
                ? "the programs' run time (BPF statistics)"
                : "a calibrated cost per event; BPFStats true measures it");
-  now_mono(&last_read);
+  now_mono(&s->last_read);
   return 0;
 }
 
 /* ------------------------------------------------------------------ read */
 
-static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
+static void sum_cpus(int ncpus, const struct nsl_hist *percpu,
+                     struct nsl_hist *out) {
   memset(out, 0, sizeof(*out));
   for (int c = 0; c < ncpus; c++) {
     const struct nsl_hist *h = &percpu[c];
@@ -922,17 +832,17 @@ static void sum_cpus(const struct nsl_hist *percpu, struct nsl_hist *out) {
       out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
     out->sum_ns += h->sum_ns;
     out->count += h->count;
-    for (int s = 0; s < NSL_NSKIPS; s++)
-      out->skipped[s] += h->skipped[s];
+    for (int r = 0; r < NSL_NSKIPS; r++)
+      out->skipped[r] += h->skipped[r];
   }
 }
 
 /* A skip reason that only one hook with one setting can have is
  * dispatched there alone: elsewhere it could only ever be 0. */
-static bool skip_applies(__u32 hook, int s) {
-  switch (s) {
+static bool skip_applies(const struct nsl_config *cfg, __u32 hook, int r) {
+  switch (r) {
   case NSL_SKIP_HOL_BLOCKED:
-    return hook == NSL_TCP_SOCKET_READ && !cfg.include_hol;
+    return hook == NSL_TCP_SOCKET_READ && !cfg->include_hol;
   case NSL_SKIP_RACED:
     return hook == NSL_UDP_SOCKET_ENQUEUED;
   case NSL_SKIP_MAP_FULL:
@@ -945,9 +855,10 @@ static bool skip_applies(__u32 hook, int s) {
 }
 
 /* vl: the identity of the hook's or group's values (vl_prepare()). */
-static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
-                     const struct nsl_hist *before, double elapsed,
-                     uint64_t le[MAX_BOUNDS]) {
+static void dispatch(struct nsl_state *s, __u32 hook, value_list_t *vl,
+                     const struct nsl_hist *now, const struct nsl_hist *before,
+                     double elapsed, uint64_t le[MAX_BOUNDS]) {
+  const struct nsl_config *cfg = &s->cfg;
   /* A reset (a group deleted and made again starts from zero) shows in
    * the 64-bit count or sum going down; the 32-bit buckets wrap. */
   bool reset = now->count < before->count || now->sum_ns < before->sum_ns;
@@ -957,33 +868,34 @@ static void dispatch(__u32 hook, value_list_t *vl, const struct nsl_hist *now,
   /* The counters are cumulative and never reset while we run. count is
    * exact for any SampleEvery; the buckets hold the timed events only. */
   vl_derive(vl, "operations", NULL, (int64_t)now->count);
-  for (int s = 0; s < NSL_NSKIPS; s++)
-    if (skip_applies(hook, s))
-      vl_derive(vl, "operations", skip_names[s], (int64_t)now->skipped[s]);
+  for (int r = 0; r < NSL_NSKIPS; r++)
+    if (skip_applies(cfg, hook, r))
+      vl_derive(vl, "operations", skip_names[r], (int64_t)now->skipped[r]);
   double sum = (double)dsum;
-  for (int i = 0; i < cfg.npct; i++)
-    vl_gauge(vl, "latency", pct_names[i],
-             n ? hist_quantile_ns(d, cfg.pct[i] / 100.0) / 1e9 : NAN);
+  for (int i = 0; i < cfg->npct; i++)
+    vl_gauge(vl, "latency", s->pct_names[i],
+             n ? hist_quantile_ns(d, cfg->pct[i] / 100.0) / 1e9 : NAN);
   vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
   vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
   /* SampleEvery N: one event in N was timed, so a bucket's rate is its
    * timed count times N (with auto, the hook's N during the interval). */
-  uint64_t n_int = cfg.sample_every ? (uint64_t)cfg.sample_every : n_used[hook];
+  uint64_t n_int =
+      cfg->sample_every ? (uint64_t)cfg->sample_every : s->n_used[hook];
   double scale = (double)n_int;
-  hook_events[hook] +=
+  s->hook_events[hook] +=
       now->count >= before->count ? now->count - before->count : now->count;
-  if (cfg.buckets && elapsed > 0) {
+  if (cfg->buckets && elapsed > 0) {
     uint64_t coarse[HIST_NBUCKETS];
     hist_coarse(d, coarse);
     for (int k = 0; k < HIST_NBUCKETS; k++)
-      vl_gauge(vl, "bucket", bucket_names[k],
+      vl_gauge(vl, "bucket", s->bucket_names[k],
                (double)coarse[k] * scale / elapsed);
   }
   /* BucketBounds: cumulative counters kept here, so that they only grow
    * (a group's counters made again start from zero in the kernel). */
-  for (int b = 0; b < cfg.nbounds; b++) {
-    le[b] += hist_at_or_below(d, cfg.bounds[b]) * n_int;
-    vl_derive(vl, "operations", bound_names[b], (int64_t)le[b]);
+  for (int b = 0; b < cfg->nbounds; b++) {
+    le[b] += hist_at_or_below(d, cfg->bounds[b]) * n_int;
+    vl_derive(vl, "operations", s->bound_names[b], (int64_t)le[b]);
   }
 }
 
@@ -1008,11 +920,11 @@ _Static_assert(offsetof(struct gkey_at, key) == 0 &&
 
 /* The group's name by the naming rule, and the hash of its path (for
  * names_unshare()); false when the group is gone. */
-static bool group_name(const struct nsl_group_key *k,
+static bool group_name(struct nsl_state *s, const struct nsl_group_key *k,
                        char buf[EBPF_NAME_LEN], uint32_t *hash,
                        bool *refreshed) {
-  if (cfg.groupby == NSL_GROUP_INTERFACE) {
-    const struct nsl_if_group *g = nsl_ifnames_find(&ifnames, k->group);
+  if (s->cfg.groupby == NSL_GROUP_INTERFACE) {
+    const struct nsl_if_group *g = nsl_ifnames_find(&s->ifnames, k->group);
     if (!g || g->gone)
       return false;
     memcpy(buf, g->name, EBPF_NAME_LEN);
@@ -1021,13 +933,13 @@ static bool group_name(const struct nsl_group_key *k,
   }
   /* The tree is walked again only when a group is not in it, or is no
    * longer where the tree says (gone, or moved): not every interval. */
-  const char *rel = cgroup_tree_path(&cgroups, k->group);
+  const char *rel = cgroup_tree_path(&s->cgroups, k->group);
   if (rel && !*refreshed && !cgroup_is(rel, k->group))
     rel = NULL;
   if (!rel && !*refreshed) {
-    cgroup_tree_refresh(&cgroups);
+    cgroup_tree_refresh(&s->cgroups);
     *refreshed = true;
-    rel = cgroup_tree_path(&cgroups, k->group);
+    rel = cgroup_tree_path(&s->cgroups, k->group);
   }
   if (!rel)
     return false; /* the cgroup is gone */
@@ -1041,23 +953,24 @@ static bool group_name(const struct nsl_group_key *k,
 /* Add the slots' counts to this interval's (hook, group) entries: a
  * (hook, cgroup) pair with an entry in the hash, or with any event in its
  * slot. *cur has room for n + the slots' rows. Returns the new count. */
-static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
-  int fd = bpf_map__fd(skel->maps.netstacklat_cgroup_slots);
+static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
+                             size_t n) {
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_cgroup_slots);
   long long top = -1; /* the highest slot in use */
-  for (size_t u = 0; u < cgslots.nused; u++)
-    if ((long long)cgslots.used[u].slot > top)
-      top = cgslots.used[u].slot;
+  for (size_t u = 0; u < s->cgslots.nused; u++)
+    if ((long long)s->cgslots.used[u].slot > top)
+      top = s->cgslots.used[u].slot;
   if (top < 0)
     return n;
   /* One batched read of the rows up to the highest slot in use (a lookup
    * per slot and hook cost ~3 us each: 0.5 ms for 50 cgroups x 3 hooks);
    * one lookup per row where batches are not supported. */
-  __u32 want = (__u32)(top + 1) * nwanted_pos, got = 0;
+  __u32 want = (__u32)(top + 1) * s->nwanted_pos, got = 0;
   __u32 *keys = malloc(want * sizeof(*keys));
-  size_t vbytes = (size_t)want * ncpus * sizeof(struct nsl_slot_hist);
+  size_t vbytes = (size_t)want * s->ncpus * sizeof(struct nsl_slot_hist);
   struct nsl_slot_hist *v =
-      malloc(vbytes <= ((size_t)4 << 20) ? vbytes : ncpus * sizeof(*v));
-  struct nsl_hist *per = calloc((size_t)ncpus, sizeof(*per));
+      malloc(vbytes <= ((size_t)4 << 20) ? vbytes : s->ncpus * sizeof(*v));
+  struct nsl_hist *per = calloc((size_t)s->ncpus, sizeof(*per));
   bool batched = false;
   /* Past 4 MiB of values (many slots on many CPUs) the rows are read one
    * by one rather than holding all of them at once. */
@@ -1073,26 +986,27 @@ static size_t cg_slots_merge(struct group_prev *cur, size_t n) {
   }
   size_t n0 = n;
   for (long long i = 0; v && per && i <= top; i++) {
-    if (!cgslots.slot[i].id)
+    if (!s->cgslots.slot[i].id)
       continue;
     for (__u32 h = 0; h < NSL_NHOOKS; h++) {
-      if (!hooks[h].wanted || hooks[h].flavour < 0)
+      if (!s->hooks[h].wanted || s->hooks[h].flavour < 0)
         continue;
-      __u32 k = (__u32)i * nwanted_pos + hook_pos[h];
+      __u32 k = (__u32)i * s->nwanted_pos + s->hook_pos[h];
       const struct nsl_slot_hist *row;
       if (batched) {
         if (k >= got || keys[k] != k)
           continue;
-        row = &v[(size_t)k * ncpus];
+        row = &v[(size_t)k * s->ncpus];
       } else {
         if (bpf_map_lookup_elem(fd, &k, v) != 0)
           continue;
         row = v;
       }
-      for (int c = 0; c < ncpus; c++)
+      for (int c = 0; c < s->ncpus; c++)
         per[c] = row[c].h;
-      struct group_prev e = {.key = {.group = cgslots.slot[i].id, .hook = h}};
-      sum_cpus(per, &e.h);
+      struct group_prev e = {
+          .key = {.group = s->cgslots.slot[i].id, .hook = h}};
+      sum_cpus(s->ncpus, per, &e.h);
       struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
       if (!p) {
         if (e.h.count == 0 && /* every timed event is counted */
@@ -1135,10 +1049,11 @@ static void group_inst(struct group_prev *cur, const struct group_prev *p,
 /* The group table one key at a time (bpf_map_get_next_key and a lookup
  * each): for a kernel or map where batched lookups fail. Returns the
  * number of entries read into *keys and *vals (grown as needed), or -1. */
-static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
+static ssize_t read_grouped_keys(const struct bpf_map *map, int fd,
+                                 struct nsl_group_key **keys,
                                  struct nsl_hist **vals, size_t *cap,
                                  size_t vsize) {
-  size_t n = 0, max = bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds);
+  size_t n = 0, max = bpf_map__max_entries(map);
   struct nsl_group_key k, next;
   bool first = true;
   while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0 && n <= max) {
@@ -1161,11 +1076,11 @@ static ssize_t read_grouped_keys(int fd, struct nsl_group_key **keys,
   return (ssize_t)n;
 }
 
-static void read_grouped(double elapsed) {
+static void read_grouped(struct nsl_state *s, double elapsed) {
   struct timespec now_ts;
-  nsl_slots_tick(&cgslots, now_mono(&now_ts));
-  int fd = bpf_map__fd(skel->maps.netstacklat_grouped_seconds);
-  size_t vsize = sizeof(struct nsl_hist) * (size_t)ncpus;
+  nsl_slots_tick(&s->cgslots, now_mono(&now_ts));
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
+  size_t vsize = sizeof(struct nsl_hist) * (size_t)s->ncpus;
   size_t cap = 256, n = 0;
   struct nsl_group_key *keys = malloc(cap * sizeof(*keys));
   struct nsl_hist *vals = malloc(cap * vsize);
@@ -1186,7 +1101,8 @@ static void read_grouped(double elapsed) {
   warned_batch = warned_batch || !batch;
   for (;;) {
     if (!batch) {
-      ssize_t r = read_grouped_keys(fd, &keys, &vals, &cap, vsize);
+      ssize_t r = read_grouped_keys(s->skel->maps.netstacklat_grouped_seconds,
+                                    fd, &keys, &vals, &cap, vsize);
       if (r < 0) {
         E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
                   "this interval's grouped values are left out.",
@@ -1233,8 +1149,8 @@ static void read_grouped(double elapsed) {
     }
   }
 
-  bool slots = cgslots.slot != NULL;
-  size_t room = n + (slots ? cgslots.nused * NSL_NHOOKS : 0);
+  bool slots = s->cgslots.slot != NULL;
+  size_t room = n + (slots ? s->cgslots.nused * NSL_NHOOKS : 0);
   struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
   /* Sort (key, index) pairs, not the ~400-byte entries. */
   struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
@@ -1248,17 +1164,18 @@ static void read_grouped(double elapsed) {
   qsort(order, n, sizeof(*order), cmp_gkey);
   for (size_t i = 0; i < n; i++) {
     cur[i].key = order[i].key;
-    sum_cpus((struct nsl_hist *)((char *)vals + order[i].at * vsize),
+    sum_cpus(s->ncpus,
+             (struct nsl_hist *)((char *)vals + order[i].at * vsize),
              &cur[i].h);
   }
   free(order);
   if (slots)
-    n = cg_slots_merge(cur, n);
-  if (cfg.groupby == NSL_GROUP_INTERFACE) {
+    n = cg_slots_merge(s, cur, n);
+  if (s->cfg.groupby == NSL_GROUP_INTERFACE) {
     uint64_t *groups = malloc((n ? n : 1) * sizeof(*groups));
     for (size_t i = 0; groups && i < n; i++)
       groups[i] = cur[i].key.group;
-    nsl_ifnames_refresh(&ifnames, groups, groups ? n : 0);
+    nsl_ifnames_refresh(&s->ifnames, groups, groups ? n : 0);
     free(groups);
   }
   /* Every group is named before any is dispatched: two groups that the
@@ -1285,13 +1202,14 @@ static void read_grouped(double elapsed) {
     if (i && cur[i].key.group == cur[i - 1].key.group)
       continue;
     uint32_t hash = 0;
-    gs[g].named = group_name(&cur[i].key, gs[g].name, &hash, &refreshed);
+    gs[g].named =
+        group_name(s, &cur[i].key, gs[g].name, &hash, &refreshed);
     if (gs[g].named)
       gu[nu++] = (struct name_use){gs[g].name, hash};
     g++;
   }
   size_t shared = names_unshare(gu, nu);
-  if (shared != groups_shared) {
+  if (shared != s->groups_shared) {
     if (shared)
       E_INFO("netstacklat: %zu groups have a name that the naming rule "
              "gives to another group too: each of them is named "
@@ -1299,7 +1217,7 @@ static void read_grouped(double elapsed) {
              shared);
     else
       E_INFO("netstacklat: no two groups share a name any more.");
-    groups_shared = shared;
+    s->groups_shared = shared;
   }
   free(gu);
   size_t kept = 0;
@@ -1314,32 +1232,32 @@ static void read_grouped(double elapsed) {
     if (cur[i].key.hook >= NSL_NHOOKS)
       continue;
     struct group_prev *p =
-        bsearch(&cur[i], gprev, ngprev, sizeof(*gprev), cmp_gkey);
+        bsearch(&cur[i], s->gprev, s->ngprev, sizeof(*s->gprev), cmp_gkey);
     if (!named) {
       /* The group is gone: free its slot for new groups, and forget its
        * counters (a group made again later starts from zero). */
       bpf_map_delete_elem(fd, &cur[i].key);
       if (slots)
-        nsl_slot_free(&cgslots, cur[i].key.group);
+        nsl_slot_free(&s->cgslots, cur[i].key.group);
       continue;
     }
     /* A cgroup still known by its path: a slot for its events. */
-    if (slots && cgroup_tree_path(&cgroups, cur[i].key.group))
-      nsl_slot_give(&cgslots, cur[i].key.group);
+    if (slots && cgroup_tree_path(&s->cgroups, cur[i].key.group))
+      nsl_slot_give(&s->cgslots, cur[i].key.group);
     group_inst(&cur[i], p, gname);
     static const struct nsl_hist zero;
     value_list_t vl;
     vl_prepare(&vl, FEATURE, cur[i].inst);
     if (p)
       memcpy(cur[i].le, p->le, sizeof(cur[i].le));
-    dispatch(cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
+    dispatch(s, cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
              cur[i].le);
     cur[kept++] = cur[i]; /* still sorted */
   }
   free(gs);
-  free(gprev);
-  gprev = cur;
-  ngprev = kept;
+  free(s->gprev);
+  s->gprev = cur;
+  s->ngprev = kept;
 out:
   free(keys);
   free(vals);
@@ -1359,10 +1277,10 @@ out:
 
 /* The run time of our loaded programs so far (0 while BPF statistics are
  * off: kernel.bpf_stats_enabled, or BPFStats true). */
-static uint64_t programs_run_ns(void) {
+static uint64_t programs_run_ns(const struct nsl_state *s) {
   uint64_t sum = 0;
   struct bpf_program *p;
-  bpf_object__for_each_program(p, skel->obj) {
+  bpf_object__for_each_program(p, s->skel->obj) {
     struct bpf_prog_info info;
     if (loader_prog_info(p, &info) == 0)
       sum += info.run_time_ns;
@@ -1379,18 +1297,19 @@ static uint64_t programs_run_ns(void) {
  * kept again). A lower N is taken only while the estimate stays well
  * within the budget (at once below 70% of it, by halves below 80%), so
  * that N does not flap. */
-static void sample_auto(double elapsed) {
-  uint64_t run = programs_run_ns();
-  uint64_t dr = run >= auto_run_ns ? run - auto_run_ns : 0;
-  auto_run_ns = run;
+static void sample_auto(struct nsl_state *s, double elapsed) {
+  const struct nsl_config *cfg = &s->cfg;
+  uint64_t run = programs_run_ns(s);
+  uint64_t dr = run >= s->auto_run_ns ? run - s->auto_run_ns : 0;
+  s->auto_run_ns = run;
   if (elapsed <= 0)
     return;
   double rate[NSL_NHOOKS] = {0}, timed = 0, fixed = 0;
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    if (hooks[h].flavour < 0)
+    if (s->hooks[h].flavour < 0)
       continue;
-    rate[h] = (double)hook_events[h] / elapsed;
-    timed += rate[h] * AUTO_TIMED_EXTRA_NS / n_used[h];
+    rate[h] = (double)s->hook_events[h] / elapsed;
+    timed += rate[h] * AUTO_TIMED_EXTRA_NS / s->n_used[h];
     fixed += rate[h] * AUTO_UNTIMED_NS;
   }
   if (dr > 0) {
@@ -1400,7 +1319,7 @@ static void sample_auto(double elapsed) {
     if (fixed < 0)
       fixed = 0;
   }
-  double budget = cfg.cost_budget / 100.0 * 1e9; /* ns per second */
+  double budget = cfg->cost_budget / 100.0 * 1e9; /* ns per second */
   uint32_t n[NSL_NHOOKS];
   double cost = fixed;
   for (int h = 0; h < NSL_NHOOKS; h++) {
@@ -1419,22 +1338,22 @@ static void sample_auto(double elapsed) {
     n[best] *= 2;
   }
   bool over = cost > budget;
-  if (over && !auto_over)
+  if (over && !s->auto_over)
     E_WARNING(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU cannot "
               "be kept by sampling: what every event costs, timed or not, "
               "is already %.3f%%; every hook with events is at N %u.",
-              cfg.cost_budget, fixed / 1e7, AUTO_MAX_N);
-  else if (!over && auto_over)
+              cfg->cost_budget, fixed / 1e7, AUTO_MAX_N);
+  else if (!over && s->auto_over)
     E_INFO(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU is kept "
-           "again.", cfg.cost_budget);
-  auto_over = over;
+           "again.", cfg->cost_budget);
+  s->auto_over = over;
   /* Lower N only well within the budget. */
   uint32_t next[NSL_NHOOKS];
   bool lower = false;
   double c_next = fixed, c_half = fixed;
   uint32_t half[NSL_NHOOKS];
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    uint32_t cur = n_used[h];
+    uint32_t cur = s->n_used[h];
     next[h] = n[h];
     half[h] = n[h] >= cur ? n[h] : (cur / 2 > n[h] ? cur / 2 : n[h]);
     if (n[h] < cur)
@@ -1446,185 +1365,198 @@ static void sample_auto(double elapsed) {
     bool halves = c_half <= 0.8 * budget;
     c_next = fixed;
     for (int h = 0; h < NSL_NHOOKS; h++) {
-      if (next[h] < n_used[h])
-        next[h] = halves ? half[h] : n_used[h];
+      if (next[h] < s->n_used[h])
+        next[h] = halves ? half[h] : s->n_used[h];
       c_next += rate[h] * AUTO_TIMED_EXTRA_NS / next[h];
     }
   }
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    if (hooks[h].flavour < 0 || next[h] == n_used[h])
+    if (s->hooks[h].flavour < 0 || next[h] == s->n_used[h])
       continue;
     E_INFO(FEATURE ": SampleEvery auto: hook %s: N %u -> %u (%.0f events/s; "
            "the programs' estimated time %.3f%% of a CPU, CostBudget %g%%).",
-           hook_names[h], n_used[h], next[h], rate[h], c_next / 1e7,
-           cfg.cost_budget);
-    skel->bss->sample_n[h] = next[h];
-    n_used[h] = next[h];
+           hook_names[h], s->n_used[h], next[h], rate[h], c_next / 1e7,
+           cfg->cost_budget);
+    s->skel->bss->sample_n[h] = next[h];
+    s->n_used[h] = next[h];
   }
 }
 
 static int netstacklat_read(void) {
-  if (!skel)
+  struct nsl_state *s = &nsl;
+  const struct nsl_config *cfg = &s->cfg;
+  if (!s->skel)
     return -1;
   struct timespec ts;
   double t = now_mono(&ts);
-  double elapsed = t - (last_read.tv_sec + last_read.tv_nsec / 1e9);
-  last_read = ts;
-  set_clock_offset();
+  double elapsed = t - (s->last_read.tv_sec + s->last_read.tv_nsec / 1e9);
+  s->last_read = ts;
+  set_clock_offset(s);
   /* GroupBy cgroup walks the tree only when it meets a group it cannot
    * name (group_name()); the hash-way Cgroup filter needs it every
    * interval. */
-  if (cgf.hash)
-    cgroup_tree_refresh(&cgroups);
-  if (cfg.ncgroups)
-    nsl_cgf_refresh(&cgf, &cgroups, true);
-  nsl_iff_refresh(&iff, false);
+  if (s->cgf.hash)
+    cgroup_tree_refresh(&s->cgroups);
+  if (cfg->ncgroups)
+    nsl_cgf_refresh(&s->cgf, &s->cgroups, true);
+  nsl_iff_refresh(&s->iff, false);
 
-  int fd = bpf_map__fd(skel->maps.netstacklat_seconds);
-  struct nsl_hist *percpu = calloc((size_t)ncpus, sizeof(*percpu));
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_seconds);
+  const struct bpf_map *grouped = s->skel->maps.netstacklat_grouped_seconds;
+  struct nsl_hist *percpu = calloc((size_t)s->ncpus, sizeof(*percpu));
   if (!percpu)
     return -1;
   for (__u32 h = 0; h < NSL_NHOOKS; h++) {
-    if (hooks[h].flavour < 0)
+    if (s->hooks[h].flavour < 0)
       continue;
     if (bpf_map_lookup_elem(fd, &h, percpu) != 0)
       continue;
     struct nsl_hist now;
-    sum_cpus(percpu, &now);
-    if (cfg.groupby == NSL_GROUP_NONE)
-      dispatch(h, &hook_vl[h], &now, &prev[h], elapsed, prev_le[h]);
+    sum_cpus(s->ncpus, percpu, &now);
+    if (cfg->groupby == NSL_GROUP_NONE)
+      dispatch(s, h, &s->hook_vl[h], &now, &s->prev[h], elapsed,
+               s->prev_le[h]);
     else if (now.skipped[NSL_SKIP_MAP_FULL]) {
-      if (!warned_map_full)
+      if (!s->warned_map_full)
         E_WARNING("netstacklat: hook %s: the group table is full "
                   "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
                   "shared by the hooks); events of further groups are only "
                   "counted as operations-skipped-map_full. Raise MaxGroups.",
-                  hook_names[h], cfg.max_groups,
-                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds) /
-                      (unsigned)cfg.max_groups,
-                  bpf_map__max_entries(skel->maps.netstacklat_grouped_seconds));
-      warned_map_full = true;
+                  hook_names[h], cfg->max_groups,
+                  bpf_map__max_entries(grouped) / (unsigned)cfg->max_groups,
+                  bpf_map__max_entries(grouped));
+      s->warned_map_full = true;
       submit_derive(FEATURE, hook_names[h], "operations",
                     skip_names[NSL_SKIP_MAP_FULL],
                     (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
     }
-    prev[h] = now;
+    s->prev[h] = now;
   }
   free(percpu);
-  if (cfg.groupby != NSL_GROUP_NONE)
-    read_grouped(elapsed);
-  if (outlier_rb)
-    read_outliers();
+  if (cfg->groupby != NSL_GROUP_NONE)
+    read_grouped(s, elapsed);
+  if (s->outlier_rb)
+    read_outliers(s);
   /* The N the interval's values were made with (fixed, or auto's); not
    * without sampling (SampleEvery 1, the default: the programs have no
    * sampling code), which keeps the shipped snippet within its 100 values
    * per interval (test_run). */
-  for (__u32 h = 0; h < NSL_NHOOKS && cfg.sample_every != 1; h++) {
-    if (hooks[h].flavour < 0)
+  for (__u32 h = 0; h < NSL_NHOOKS && cfg->sample_every != 1; h++) {
+    if (s->hooks[h].flavour < 0)
       continue;
     char inst[DATA_MAX_NAME_LEN];
     snprintf(inst, sizeof(inst), "%s-%s", FEATURE, hook_names[h]);
-    submit_gauge(PLUGIN_NAME, inst, "gauge", "sample_every", (double)n_used[h]);
+    submit_gauge(PLUGIN_NAME, inst, "gauge", "sample_every",
+                 (double)s->n_used[h]);
   }
-  if (cfg.sample_every == 0)
-    sample_auto(elapsed);
-  memset(hook_events, 0, sizeof(hook_events));
+  if (cfg->sample_every == 0)
+    sample_auto(s, elapsed);
+  memset(s->hook_events, 0, sizeof(s->hook_events));
   return 0;
 }
 
 static void netstacklat_shutdown(void) {
-  loader_detach(hooks, NSL_NHOOKS);
-  ring_buffer__free(outlier_rb);
-  outlier_rb = NULL;
-  if (skel)
-    netstacklat_bpf__destroy(skel);
-  skel = NULL;
-  if (ts_sock >= 0)
-    close(ts_sock);
-  ts_sock = -1;
-  free(gprev);
-  gprev = NULL;
-  ngprev = 0;
-  groups_shared = 0;
-  nsl_ifnames_free(&ifnames);
-  nsl_iff_free(&iff);
-  warned_map_full = false;
-  cgroup_tree_free(&cgroups);
-  nsl_cgf_free(&cgf);
-  nsl_slots_free(&cgslots);
-  cfg_free_list(cfg.cgroups);
-  cfg_free_list(cfg.ifaces);
-  free(cfg.netns);
-  memset(&cfg, 0, sizeof(cfg));
-  cfg_defaults();
+  struct nsl_state *s = &nsl;
+  struct nsl_config *cfg = &s->cfg;
+  loader_detach(s->hooks, NSL_NHOOKS);
+  ring_buffer__free(s->outlier_rb);
+  s->outlier_rb = NULL;
+  if (s->skel)
+    netstacklat_bpf__destroy(s->skel);
+  s->skel = NULL;
+  if (s->ts_sock >= 0)
+    close(s->ts_sock);
+  s->ts_sock = -1;
+  free(s->gprev);
+  s->gprev = NULL;
+  s->ngprev = 0;
+  s->groups_shared = 0;
+  nsl_ifnames_free(&s->ifnames);
+  nsl_iff_free(&s->iff);
+  s->warned_map_full = false;
+  cgroup_tree_free(&s->cgroups);
+  nsl_cgf_free(&s->cgf);
+  nsl_slots_free(&s->cgslots);
+  cfg_free_list(cfg->cgroups);
+  cfg_free_list(cfg->ifaces);
+  free(cfg->netns);
+  memset(cfg, 0, sizeof(*cfg));
+  cfg_defaults(cfg);
 }
 
 static struct bpf_object *netstacklat_object(void) {
-  return skel ? skel->obj : NULL;
+  return nsl.skel ? nsl.skel->obj : NULL;
+}
+
+/* The block, and the names its values are dispatched under. */
+static int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci) {
+  struct nsl_config *cfg = &s->cfg;
+  static bool defaults_set;
+  if (!defaults_set) {
+    cfg_defaults(cfg);
+    defaults_set = true;
+  }
+  int st = netstacklat_config(cfg, ci);
+  for (int i = 0; i < cfg->npct; i++)
+    pct_name(cfg->pct[i], s->pct_names[i], sizeof(s->pct_names[i]));
+  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
+    hist_bucket_name(k, s->bucket_names[k], sizeof(s->bucket_names[k]));
+  for (int b = 0; b < cfg->nbounds; b++)
+    snprintf(s->bound_names[b], sizeof(s->bound_names[b]), "le_%llu",
+             (unsigned long long)cfg->bounds[b]);
+  for (__u32 h = 0; h < NSL_NHOOKS; h++)
+    vl_prepare(&s->hook_vl[h], FEATURE, hook_names[h]);
+  return st;
 }
 
 static int netstacklat_config_entry(const oconfig_item_t *ci) {
-  static bool defaults_set;
-  if (!defaults_set) {
-    cfg_defaults();
-    defaults_set = true;
-  }
-  int st = netstacklat_config(ci);
-  for (int i = 0; i < cfg.npct; i++)
-    pct_name(cfg.pct[i], pct_names[i], sizeof(pct_names[i]));
-  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
-    hist_bucket_name(k, bucket_names[k], sizeof(bucket_names[k]));
-  for (int b = 0; b < cfg.nbounds; b++)
-    snprintf(bound_names[b], sizeof(bound_names[b]), "le_%llu",
-             (unsigned long long)cfg.bounds[b]);
-  for (__u32 h = 0; h < NSL_NHOOKS; h++)
-    vl_prepare(&hook_vl[h], FEATURE, hook_names[h]);
-  return st;
+  return nsl_configure(&nsl, ci);
 }
 
 /* ----------------------------------- tcp_window's sk_data_ready work */
 
 int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum) {
-  if (!skel || !threshold ||
-      hooks[NSL_TCP_SOCKET_ENQUEUED].flavour != FLAVOUR_TP)
+  if (!nsl.skel || !threshold ||
+      nsl.hooks[NSL_TCP_SOCKET_ENQUEUED].flavour != FLAVOUR_TP)
     return -ENOENT;
-  skel->bss->tcpw_netns = netns_inum;
+  nsl.skel->bss->tcpw_netns = netns_inum;
   /* The namespace before the switch: the program reads it after. */
-  __atomic_store_n(&skel->bss->tcpw_threshold, threshold, __ATOMIC_RELEASE);
+  __atomic_store_n(&nsl.skel->bss->tcpw_threshold, threshold, __ATOMIC_RELEASE);
   return 0;
 }
 
 struct bpf_map *netstacklat_tcp_window_map(void) {
-  return skel && skel->bss->tcpw_threshold ? skel->maps.netstacklat_tcpw_wakeups
-                                           : NULL;
+  return nsl.skel && nsl.skel->bss->tcpw_threshold
+             ? nsl.skel->maps.netstacklat_tcpw_wakeups
+             : NULL;
 }
 
 void netstacklat_unserve_tcp_window(void) {
-  if (skel)
-    __atomic_store_n(&skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
+  if (nsl.skel)
+    __atomic_store_n(&nsl.skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
 }
 
 int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd) {
-  const struct hook_state *h = &hooks[NSL_TCP_SOCKET_ENQUEUED];
-  if (!skel || h->flavour < 0 || h->nlinks == 0)
+  const struct hook_state *h = &nsl.hooks[NSL_TCP_SOCKET_ENQUEUED];
+  if (!nsl.skel || h->flavour < 0 || h->nlinks == 0)
     return -ENOENT;
-  skel->bss->tcpw_mark_netns = netns_inum;
-  *marks_fd = bpf_map__fd(skel->maps.netstacklat_tcpw_marks);
+  nsl.skel->bss->tcpw_mark_netns = netns_inum;
+  *marks_fd = bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks);
   return 0;
 }
 
 int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
-  if (!skel)
+  if (!nsl.skel)
     return -ENOENT;
   /* The namespace before the first epoch: the program reads it after. */
-  __atomic_store_n(&skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
-  *lost = __atomic_load_n(&skel->bss->tcpw_marks_lost, __ATOMIC_RELAXED);
+  __atomic_store_n(&nsl.skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
+  *lost = __atomic_load_n(&nsl.skel->bss->tcpw_marks_lost, __ATOMIC_RELAXED);
   return 0;
 }
 
 void netstacklat_unserve_stalled(void) {
-  if (skel)
-    __atomic_store_n(&skel->bss->tcpw_epoch, 0, __ATOMIC_RELEASE);
+  if (nsl.skel)
+    __atomic_store_n(&nsl.skel->bss->tcpw_epoch, 0, __ATOMIC_RELEASE);
 }
 
 const struct ebpf_feature feature_netstacklat = {

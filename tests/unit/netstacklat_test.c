@@ -6,10 +6,13 @@
 #include "mock_collectd.h"
 #include "testlib.h"
 
+/* The state the entry points would own. */
+static struct nsl_state state = {.ts_sock = -1};
+
 static void setup(void) {
   oconfig_item_t *b = mock_ci("Netstacklat");
   mock_child(b, mock_bool(mock_ci("Buckets"), 0));
-  netstacklat_config_entry(b);
+  nsl_configure(&state, b);
   mock_ci_free(b);
   mock_reset();
 }
@@ -20,7 +23,7 @@ static void dispatch_h(const struct nsl_hist *now, const struct nsl_hist *before
                        double elapsed) {
   vl_prepare(&vl_h, FEATURE, "h");
   static uint64_t le[MAX_BOUNDS];
-  dispatch(NSL_IP_START, &vl_h, now, before, elapsed, le);
+  dispatch(&state, NSL_IP_START, &vl_h, now, before, elapsed, le);
 }
 
 static double got(const char *ti) {
@@ -97,7 +100,7 @@ static void setup_sampled(double n) {
   oconfig_item_t *b = mock_ci("Netstacklat");
   mock_child(b, mock_num(mock_ci("SampleEvery"), n));
   mock_child(b, mock_bool(mock_ci("Buckets"), 1));
-  netstacklat_config_entry(b);
+  nsl_configure(&state, b);
   mock_ci_free(b);
   mock_reset();
 }
@@ -121,7 +124,7 @@ DEF_TEST(sample_every_scales_buckets_only) {
   value_list_t vl;
   vl_prepare(&vl, FEATURE, "h");
   uint64_t le[MAX_BOUNDS] = {0};
-  dispatch(NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
+  dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
   CHECK_EQ_INT(4200, (long long)got_t("operations", ""));
   char b1[64], b2[64];
   hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
@@ -151,12 +154,12 @@ DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
   mock_child(b, mock_str(mock_ci("SampleEvery"), "auto"));
   mock_child(b, mock_bool(mock_ci("Buckets"), 1));
   mock_child(b, mock_num(mock_ci("BucketBounds"), 0.00001));
-  CHECK_EQ_INT(0, netstacklat_config_entry(b));
+  CHECK_EQ_INT(0, nsl_configure(&state, b));
   mock_ci_free(b);
   mock_reset();
-  n_used[NSL_UDP_SOCKET_READ] = 8;
-  n_used[NSL_TCP_SOCKET_READ] = 2;
-  memset(hook_events, 0, sizeof(hook_events));
+  state.n_used[NSL_UDP_SOCKET_READ] = 8;
+  state.n_used[NSL_TCP_SOCKET_READ] = 2;
+  memset(state.hook_events, 0, sizeof(state.hook_events));
   struct nsl_hist before = {0}, now = {0};
   now.count = 800; /* 100 timed of 800 */
   now.bucket[hist_fine_of(3000)] = 100;
@@ -164,17 +167,17 @@ DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
   value_list_t vl;
   vl_prepare(&vl, FEATURE, "h");
   uint64_t le[MAX_BOUNDS] = {0};
-  dispatch(NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
+  dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
   CHECK_EQ_INT(800, (long long)got_t("operations", ""));
   char b1[64];
   hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
   if (fabs(got_t("bucket", b1) - 100 * 8 / 2.0) > 1e-9)
     FAILF("bucket rate %g /s, want 400 (100 timed x N 8 / 2 s)", got_t("bucket", b1));
   CHECK_EQ_INT(800, (long long)le[0]);
-  CHECK_EQ_INT(800, (long long)hook_events[NSL_UDP_SOCKET_READ]);
-  n_used[NSL_UDP_SOCKET_READ] = n_used[NSL_TCP_SOCKET_READ] = 1;
-  memset(hook_events, 0, sizeof(hook_events));
-  cfg_defaults();
+  CHECK_EQ_INT(800, (long long)state.hook_events[NSL_UDP_SOCKET_READ]);
+  state.n_used[NSL_UDP_SOCKET_READ] = state.n_used[NSL_TCP_SOCKET_READ] = 1;
+  memset(state.hook_events, 0, sizeof(state.hook_events));
+  cfg_defaults(&state.cfg);
   return 0;
 }
 
@@ -188,7 +191,7 @@ DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
 DEF_TEST(identifiers_unchanged) {
   oconfig_item_t *b = mock_ci("Netstacklat");
   mock_child(b, mock_bool(mock_ci("Buckets"), 1));
-  netstacklat_config_entry(b);
+  nsl_configure(&state, b);
   mock_ci_free(b);
   FILE *f = fopen(IDENTS, "r");
   if (!f)
@@ -196,7 +199,7 @@ DEF_TEST(identifiers_unchanged) {
   char want[512], got_id[512];
   int line = 0, bad = 0;
   for (int inc = 0; inc < 2; inc++) {
-    cfg.include_hol = inc;
+    state.cfg.include_hol = inc;
     for (__u32 h = 0; h < NSL_NHOOKS; h++) {
       struct nsl_hist now = {0}, before = {0};
       now.bucket[3] = 5;
@@ -212,9 +215,10 @@ DEF_TEST(identifiers_unchanged) {
           p = cur;
           value_list_t vl;
           vl_prepare(&vl, FEATURE, p.inst);
-          dispatch(h, &vl, &now, &before, 1.0, p.le);
+          dispatch(&state, h, &vl, &now, &before, 1.0, p.le);
         } else {
-          dispatch(h, &hook_vl[h], &now, &before, 1.0, prev_le[h]);
+          dispatch(&state, h, &state.hook_vl[h], &now, &before, 1.0,
+                   state.prev_le[h]);
         }
         for (int i = 0; i < mock_nvalues; i++) {
           const value_list_t *v = &mock_values[i].vl;
@@ -245,7 +249,7 @@ static bool name_it(struct group_prev *cur, const struct group_prev *p) {
   char gname[EBPF_NAME_LEN];
   bool refreshed = false;
   uint32_t hash;
-  if (!group_name(&cur->key, gname, &hash, &refreshed))
+  if (!group_name(&state, &cur->key, gname, &hash, &refreshed))
     return false;
   group_inst(cur, p, gname);
   return true;
@@ -253,9 +257,9 @@ static bool name_it(struct group_prev *cur, const struct group_prev *p) {
 
 DEF_TEST(group_name_kept_and_renewed) {
   static struct nsl_if_group g = {.group = 7, .name = "eth0"};
-  ifnames.v = &g;
-  ifnames.n = 1;
-  cfg.groupby = NSL_GROUP_INTERFACE;
+  state.ifnames.v = &g;
+  state.ifnames.n = 1;
+  state.cfg.groupby = NSL_GROUP_INTERFACE;
   struct group_prev a = {.key = {.hook = NSL_UDP_SOCKET_READ, .group = 7}};
   struct group_prev b = a, c = a, d = a;
   CHECK(name_it(&a, NULL));
@@ -270,9 +274,9 @@ DEF_TEST(group_name_kept_and_renewed) {
   CHECK(!strcmp(d.inst, "udp_socket_read-eth"));
   g.gone = true;
   CHECK(!name_it(&d, &c));
-  ifnames.v = NULL;
-  ifnames.n = 0;
-  cfg.groupby = NSL_GROUP_NONE;
+  state.ifnames.v = NULL;
+  state.ifnames.n = 0;
+  state.cfg.groupby = NSL_GROUP_NONE;
   return 0;
 }
 
@@ -283,7 +287,7 @@ static void setup_bounds(const double *b, int n, double sample) {
     mock_num(bb, b[i]);
   mock_child(c, bb);
   mock_child(c, mock_num(mock_ci("SampleEvery"), sample));
-  netstacklat_config_entry(c);
+  nsl_configure(&state, c);
   mock_ci_free(c);
   mock_reset();
 }
@@ -300,10 +304,10 @@ static int64_t le_of(uint64_t ns) {
 DEF_TEST(bucket_bounds_cumulative) {
   static const double b[] = {0.01, 0.001}; /* 10 ms rounds to an edge */
   setup_bounds(b, 2, 1);
-  CHECK_EQ_INT(2, cfg.nbounds);
-  CHECK_EQ_U64(1015808, cfg.bounds[0]); /* nearest fine edge to 1 ms */
-  CHECK_EQ_U64(hist_fine_edge_near(10000000), cfg.bounds[1]);
-  CHECK_EQ_U64(9961472, cfg.bounds[1]);
+  CHECK_EQ_INT(2, state.cfg.nbounds);
+  CHECK_EQ_U64(1015808, state.cfg.bounds[0]); /* nearest fine edge to 1 ms */
+  CHECK_EQ_U64(hist_fine_edge_near(10000000), state.cfg.bounds[1]);
+  CHECK_EQ_U64(9961472, state.cfg.bounds[1]);
   struct nsl_hist before = {0}, now = {0};
   uint64_t le[MAX_BOUNDS] = {0};
   now.bucket[hist_fine_of(500000)] = 7;   /* 0.5 ms: below both */
@@ -312,7 +316,7 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count = 15;
   now.sum_ns = 7 * 500000ULL + 5 * 5000000ULL + 3 * 50000000ULL;
   vl_prepare(&vl_h, FEATURE, "h");
-  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(7, le_of(1015808));
   CHECK_EQ_INT(12, le_of(9961472));
   /* the next interval: 2 more below 1 ms */
@@ -321,7 +325,7 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count += 2;
   now.sum_ns += 2 * 500000ULL;
   mock_reset();
-  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(9, le_of(1015808));
   CHECK_EQ_INT(14, le_of(9961472));
   /* reset (count down): the counters only grow */
@@ -331,14 +335,14 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count = 1;
   now.sum_ns = 5000000;
   mock_reset();
-  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(9, le_of(1015808));
   CHECK_EQ_INT(15, le_of(9961472));
   /* SampleEvery 4: timed events times 4 */
   setup_bounds(b, 2, 4);
   uint64_t le4[MAX_BOUNDS] = {0};
   memset(&before, 0, sizeof(before));
-  dispatch(NSL_IP_START, &vl_h, &now, &before, 1.0, le4);
+  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le4);
   CHECK_EQ_INT(4, le_of(9961472));
   /* at most 32 bounds in all (distinct after rounding) */
   oconfig_item_t *c = mock_ci("Netstacklat");
@@ -346,10 +350,10 @@ DEF_TEST(bucket_bounds_cumulative) {
   for (int i = 0; i < 33; i++)
     mock_num(bb, 1e-5 * pow(1.3, i)); /* 33 distinct edges */
   mock_child(c, bb);
-  cfg.nbounds = 0;
-  CHECK(netstacklat_config(c) != 0);
+  state.cfg.nbounds = 0;
+  CHECK(netstacklat_config(&state.cfg, c) != 0);
   mock_ci_free(c);
-  cfg.nbounds = 0;
+  state.cfg.nbounds = 0;
   return 0;
 }
 

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* What netstacklat's parts (the .c files of plugin/netstacklat/) share:
+ * the settings of the <Netstacklat> block and the state of a running
+ * netstacklat, one struct nsl_state that the feature's entry points own
+ * and hand down. Private to this folder: "netstacklat/netstacklat.h" is
+ * the header the BPF side shares (bpf/netstacklat/netstacklat.h). */
+#ifndef EBPF_NSL_INTERNAL_H
+#define EBPF_NSL_INTERNAL_H
+
+#include "common/cgroup.h"
+#include "common/hist.h"
+#include "common/loader.h"
+#include "common/netns.h"
+#include "common/rtclock.h"
+#include "core/ebpf.h"
+#include "netstacklat/netstacklat.h"
+#include "netstacklat/cgfilter.h"
+#include "netstacklat/ifaces.h"
+#include "netstacklat/outliers.h"
+#include "netstacklat/slots.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define FEATURE "netstacklat"
+
+#define MAX_PERCENTILES 16
+#define MAX_BOUNDS 32
+#define PCT_NAME_LEN 24 /* "p" and up to 15 digits, with room */
+
+/* Hooks that see the packet before socket lookup: no socket, no cgroup. */
+static inline bool hook_has_socket(int h) {
+  return h >= NSL_TCP_SOCKET_ENQUEUED;
+}
+
+static inline double now_mono(struct timespec *ts) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  return ts->tv_sec + ts->tv_nsec / 1e9;
+}
+
+/* What the <Netstacklat> block sets. */
+struct nsl_config {
+  bool hooks_set;
+  bool hook_on[NSL_NHOOKS];
+  double pct[MAX_PERCENTILES];
+  int npct;
+  bool buckets;
+  char **cgroups;
+  size_t ncgroups;
+  char **ifaces;
+  size_t nifaces;
+  char *netns; /* "host", "all" or a name under /run/netns */
+  int groupby;
+  long long min_qlen;
+  bool include_hol;
+  long long max_groups;
+  bool timestamps; /* hold an SO_TIMESTAMPING socket */
+  double outlier_s; /* OutlierThreshold; 0: off */
+  long long outlier_limit;
+  long long sample_every; /* SampleEvery: time one event in this many; 0:
+                           * auto (each hook's N chosen to keep CostBudget) */
+  double cost_budget;      /* CostBudget, % of one CPU (SampleEvery auto) */
+  /* BucketBounds, in ns, rounded to fine bucket edges, sorted, unique */
+  uint64_t bounds[MAX_BOUNDS];
+  int nbounds;
+};
+
+struct netstacklat_bpf;
+struct ring_buffer;
+struct group_prev;
+
+struct nsl_state {
+  struct nsl_config cfg;
+  /* The identity of each hook's values (plugin, plugin_instance), and the
+   * type_instance of each percentile, bucket and bound: made once at
+   * config, reused every interval. */
+  value_list_t hook_vl[NSL_NHOOKS];
+  char pct_names[MAX_PERCENTILES][PCT_NAME_LEN];
+  char bucket_names[HIST_NBUCKETS][32];
+  char bound_names[MAX_BOUNDS][32]; /* "le_<ns>" */
+
+  struct netstacklat_bpf *skel;
+  struct hook_state hooks[NSL_NHOOKS];
+  int ncpus;
+  int ts_sock; /* the SO_TIMESTAMPING socket, or -1 */
+  struct netns netns;
+  /* "Now" in BPF: the clock chosen at init, plus REALTIME minus that
+   * clock, written before the programs attach (in the skeleton's .bss
+   * before load) and refreshed every interval. */
+  enum rtclock bpf_clock;
+  /* Each wanted hook's position among the wanted hooks (its row in a
+   * GroupBy cgroup slot), and their number. */
+  __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
+
+  struct cgroup_tree cgroups;
+  /* Entries of the Cgroup filter's hash map (the hash way): room for 4
+   * times the cgroups matching at start, at least 4096, at most 2^20; more
+   * than it holds are retried every interval, with a WARNING. */
+  __u32 cg_filter_size;
+  /* The Cgroup filter (plugin/netstacklat/cgfilter.c): the ways chosen at
+   * init and what the kernel was given. cgf.hash: the hash filter is kept
+   * filled (no cgroup storage, or a socket hook runs as a kprobe). */
+  struct nsl_cgfilter cgf;
+  /* The Interface filter and GroupBy interface's names
+   * (plugin/netstacklat/ifaces.c). */
+  struct nsl_iffilter iff;
+  struct nsl_ifnames ifnames;
+  /* GroupBy cgroup: the slots and the group index
+   * (plugin/netstacklat/slots.c); cgslots.slot is NULL without GroupBy
+   * cgroup. */
+  struct nsl_slots cgslots;
+  struct ring_buffer *outlier_rb; /* OutlierThreshold set */
+  struct nsl_outlier_ctx outlier_ctx;
+
+  /* The last read: when, and each hook's histogram and BucketBounds
+   * counters then (ungrouped), or each (hook, group)'s (grouped, sorted by
+   * key; groups_shared: groups named with their hash). */
+  struct timespec last_read;
+  struct nsl_hist prev[NSL_NHOOKS];
+  uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
+  bool warned_map_full;
+  struct group_prev *gprev;
+  size_t ngprev;
+  size_t groups_shared;
+
+  /* SampleEvery: each hook's N during the interval being read (fixed N,
+   * or auto's choice at the read before), and its events in that interval
+   * (exact, every N), summed by dispatch(). */
+  uint32_t n_used[NSL_NHOOKS];
+  uint64_t hook_events[NSL_NHOOKS];
+  /* SampleEvery auto: the programs' run time at the last read (BPF stats;
+   * 0 while they are off), and whether the budget was out of reach then. */
+  uint64_t auto_run_ns;
+  bool auto_over;
+};
+
+#endif
