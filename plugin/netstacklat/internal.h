@@ -135,4 +135,17 @@ struct nsl_state {
   bool auto_over;
 };
 
+/* ---- config.c: the <Netstacklat> block */
+
+/* The hooks' names: the Hooks option's values, the plugin_instance of
+ * their values. */
+extern const char *const nsl_hook_names[NSL_NHOOKS];
+
+/* The block, and the names its values are dispatched under. Returns 0 or
+ * -1 (after an ERROR for each wrong key). */
+int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci);
+
+/* Back to the defaults, as before any configuration (at shutdown). */
+void nsl_config_free(struct nsl_config *cfg);
+
 #endif

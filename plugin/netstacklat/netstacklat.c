@@ -47,12 +47,6 @@ _Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
                    sizeof(struct netstacklat_sampled_bpf),
                "the netstacklat objects differ");
 
-static const char *const hook_names[NSL_NHOOKS] = {
-    "ip_start",            "tcp_start",           "udp_start",
-    "tcp_socket_enqueued", "udp_socket_enqueued", "tcp_socket_read",
-    "udp_socket_read",
-};
-
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
     "skipped-map_full", "skipped-hol_blocked", "skipped-raced"};
@@ -100,288 +94,6 @@ static const struct hook_def tcp_read_hol_def = {
     {P(tcp_read_fentry), P(hol_arrival_fentry), P(tcp_read_tp),
      P(hol_arrival_tp), P(tcp_read_kprobe)}};
 #undef P
-
-static void cfg_defaults(struct nsl_config *cfg) {
-  cfg->hooks_set = false;
-  for (int h = 0; h < NSL_NHOOKS; h++)
-    cfg->hook_on[h] = true;
-  static const double def_pct[] = {50, 90, 99, 99.9};
-  cfg->npct = 4;
-  memcpy(cfg->pct, def_pct, sizeof(def_pct));
-  cfg->buckets = false;
-  cfg->groupby = NSL_GROUP_NONE;
-  cfg->min_qlen = 0;
-  cfg->include_hol = true;
-  cfg->max_groups = 128;
-  cfg->timestamps = true;
-  cfg->outlier_s = 0;
-  cfg->outlier_limit = 10;
-  cfg->sample_every = 1;
-  cfg->cost_budget = 0.5;
-  cfg->nbounds = 0;
-}
-
-/* --------------------------------------------------------------- config */
-
-static int cfg_hooks(struct nsl_config *cfg, const oconfig_item_t *ci) {
-  bool on[NSL_NHOOKS] = {0};
-  char buf[256];
-  if (ci->values_num < 1 || ci->children_num != 0)
-    goto bad;
-  for (int i = 0; i < ci->values_num; i++) {
-    if (ci->values[i].type != OCONFIG_TYPE_STRING)
-      goto bad;
-    int h;
-    for (h = 0; h < NSL_NHOOKS; h++)
-      if (strcmp(ci->values[i].value.string, hook_names[h]) == 0)
-        break;
-    if (h == NSL_NHOOKS) {
-      E_ERROR("invalid value \"%s\" for option \"Hooks\" in block "
-              "<Netstacklat>: unknown hook (hooks: ip_start tcp_start "
-              "udp_start tcp_socket_enqueued udp_socket_enqueued "
-              "tcp_socket_read udp_socket_read).",
-              ci->values[i].value.string);
-      return -1;
-    }
-    on[h] = true;
-  }
-  memcpy(cfg->hook_on, on, sizeof(on));
-  cfg->hooks_set = true;
-  return 0;
-bad:
-  E_ERROR("invalid value %s for option \"Hooks\" in block <Netstacklat>: "
-          "expected one or more hook names.",
-          cfg_values_str(ci, buf, sizeof(buf)));
-  return -1;
-}
-
-/* The type instance of a percentile: "p" and its digits without the dot
- * (50 -> p50, 99.9 -> p999), to 15 significant digits (99.999999 ->
- * p99999999, not p100). Returns false for a name that would not be
- * digits (1e-05) or would not fit. */
-static bool pct_name(double p, char *buf, size_t len) {
-  char tmp[40];
-  snprintf(tmp, sizeof(tmp), "%.15g", p);
-  size_t o = 0;
-  buf[o++] = 'p';
-  for (char *s = tmp; *s; s++) {
-    if (*s == '.')
-      continue;
-    if (*s < '0' || *s > '9' || o + 1 >= len) /* 1e-05, or too long */
-      return false;
-    buf[o++] = *s;
-  }
-  buf[o] = 0;
-  return true;
-}
-
-/* CostBudget: a percentage of one CPU, 0.001 to 100. */
-static int cfg_percent(const oconfig_item_t *ci, double *out) {
-  if (ci->values_num != 1 || ci->children_num != 0 ||
-      ci->values[0].type != OCONFIG_TYPE_NUMBER ||
-      !isfinite(ci->values[0].value.number) ||
-      ci->values[0].value.number < 0.001 || ci->values[0].value.number > 100) {
-    E_ERROR("invalid value %s for option \"%s\" in block <Netstacklat>: "
-            "expected one number from 0.001 to 100 (percent of one CPU).",
-            cfg_values_str(ci, (char[256]){0}, 256), ci->key);
-    return -1;
-  }
-  *out = ci->values[0].value.number;
-  return 0;
-}
-
-static int cfg_percentiles(struct nsl_config *cfg,
-                           const oconfig_item_t *ci) {
-  char buf[256];
-  if (ci->values_num < 1 || ci->values_num > MAX_PERCENTILES ||
-      ci->children_num != 0)
-    goto bad;
-  for (int i = 0; i < ci->values_num; i++) {
-    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
-      goto bad;
-    double p = ci->values[i].value.number;
-    if (!(p > 0 && p <= 100))
-      goto bad;
-    cfg->pct[i] = p;
-    /* Dropping the dot can make two percentiles one name (99.9 and 9.99
-     * are both p999): refuse rather than dispatch two series as one. */
-    char name[PCT_NAME_LEN];
-    if (!pct_name(p, name, sizeof(name)))
-      goto bad;
-    for (int j = 0; j < i; j++) {
-      char other[PCT_NAME_LEN];
-      pct_name(cfg->pct[j], other, sizeof(other));
-      if (strcmp(name, other) == 0) {
-        E_ERROR("invalid value %s for option \"Percentiles\" in block "
-                "<Netstacklat>: %g and %g would both be dispatched as "
-                "latency-%s (the name drops the dot); leave one out.",
-                cfg_values_str(ci, buf, sizeof(buf)), cfg->pct[j], p, name);
-        return -1;
-      }
-    }
-  }
-  cfg->npct = ci->values_num;
-  return 0;
-bad:
-  E_ERROR("invalid value %s for option \"Percentiles\" in block "
-          "<Netstacklat>: expected 1 to %d numbers in [0.0001, 100] of at "
-          "most 15 significant digits, like 50 90 99 99.9.",
-          cfg_values_str(ci, buf, sizeof(buf)), MAX_PERCENTILES);
-  return -1;
-}
-
-/* BucketBounds <seconds>...: repeatable, at most MAX_BOUNDS in all, each
- * rounded to the nearest fine bucket edge (said once, at INFO). */
-static int cfg_bounds(struct nsl_config *cfg, const oconfig_item_t *ci) {
-  char buf[256];
-  if (ci->values_num < 1 || ci->children_num != 0)
-    goto bad;
-  for (int i = 0; i < ci->values_num; i++) {
-    if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
-      goto bad;
-    double sec = ci->values[i].value.number;
-    if (!(sec >= 1e-6 && sec <= 17.0))
-      goto bad;
-    uint64_t ns = (uint64_t)(sec * 1e9 + 0.5);
-    uint64_t edge = hist_fine_edge_near(ns);
-    if (edge != ns)
-      E_INFO("netstacklat: BucketBounds %g s is counted at %.9g s, the "
-             "nearest edge of the fine buckets (%llu ns): within 1/32 of "
-             "it.",
-             sec, edge / 1e9, (unsigned long long)edge);
-    bool dup = false;
-    for (int j = 0; j < cfg->nbounds; j++)
-      dup = dup || cfg->bounds[j] == edge;
-    if (dup) /* given twice (or rounded to one edge): counted once */
-      continue;
-    if (cfg->nbounds == MAX_BOUNDS) {
-      E_ERROR("option \"BucketBounds\" in block <Netstacklat>: more than "
-              "%d bounds in all.",
-              MAX_BOUNDS);
-      return -1;
-    }
-    cfg->bounds[cfg->nbounds++] = edge;
-  }
-  qsort(cfg->bounds, (size_t)cfg->nbounds, sizeof(cfg->bounds[0]), cmp_u64);
-  return 0;
-bad:
-  E_ERROR("invalid value %s for option \"BucketBounds\" in block "
-          "<Netstacklat>: expected one or more numbers of seconds from "
-          "0.000001 to 17, like 0.001 0.01 0.1.",
-          cfg_values_str(ci, buf, sizeof(buf)));
-  return -1;
-}
-
-static int cfg_choice(const oconfig_item_t *ci, const char *const *names,
-                      int n, int *out, const char *want) {
-  char *s = NULL;
-  if (cfg_string(ci, &s))
-    return -1;
-  for (int i = 0; i < n; i++)
-    if (strcasecmp(s, names[i]) == 0) {
-      *out = i;
-      free(s);
-      return 0;
-    }
-  E_ERROR("invalid value \"%s\" for option \"%s\" in block <Netstacklat>: "
-          "expected %s.",
-          s, ci->key, want);
-  free(s);
-  return -1;
-}
-
-static int netstacklat_config(struct nsl_config *cfg,
-                              const oconfig_item_t *ci) {
-  int errors = 0;
-  bool seen[16] = {0};
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    const char *k = c->key;
-    int st = 0;
-    if (!strcasecmp(k, "Hooks"))
-      st = cfg_once(c, &seen[0]) || cfg_hooks(cfg, c);
-    else if (!strcasecmp(k, "Percentiles"))
-      st = cfg_once(c, &seen[1]) || cfg_percentiles(cfg, c);
-    else if (!strcasecmp(k, "Buckets"))
-      st = cfg_once(c, &seen[2]) || cfg_bool(c, &cfg->buckets);
-    else if (!strcasecmp(k, "BucketBounds"))
-      st = cfg_bounds(cfg, c);
-    else if (!strcasecmp(k, "Cgroup"))
-      st = cfg_cgroups_append(c, &cfg->cgroups, &cfg->ncgroups);
-    else if (!strcasecmp(k, "Interface")) {
-      st = cfg_strings_append(c, &cfg->ifaces, &cfg->nifaces);
-      for (size_t j = 0; !st && j < cfg->nifaces; j++)
-        if (strlen(cfg->ifaces[j]) >= IFNAMSIZ || strchr(cfg->ifaces[j], '/')) {
-          E_ERROR("invalid value \"%s\" for option \"Interface\" in block "
-                  "<Netstacklat>: not an interface name.",
-                  cfg->ifaces[j]);
-          st = -1;
-        }
-    } else if (!strcasecmp(k, "NetworkNamespace"))
-      st = cfg_once(c, &seen[3]) || cfg_string(c, &cfg->netns);
-    else if (!strcasecmp(k, "GroupBy")) {
-      static const char *const g[] = {"none", "cgroup", "interface"};
-      st = cfg_once(c, &seen[4]) ||
-           cfg_choice(c, g, 3, &cfg->groupby, "cgroup, interface or none");
-    } else if (!strcasecmp(k, "MinQueueLength"))
-      st = cfg_once(c, &seen[5]) ||
-           cfg_int_range(c, 0, 1000000, &cfg->min_qlen);
-    else if (!strcasecmp(k, "IncludeHOLBlocked"))
-      st = cfg_once(c, &seen[6]) || cfg_bool(c, &cfg->include_hol);
-    else if (!strcasecmp(k, "EnableTimestamps"))
-      st = cfg_once(c, &seen[8]) || cfg_bool(c, &cfg->timestamps);
-    else if (!strcasecmp(k, "OutlierThreshold"))
-      st = cfg_once(c, &seen[9]) ||
-           cfg_seconds(c, 0.000001, 3600, &cfg->outlier_s);
-    else if (!strcasecmp(k, "OutlierLimit"))
-      st = cfg_once(c, &seen[10]) ||
-           cfg_int_range(c, 1, 10000, &cfg->outlier_limit);
-    else if (!strcasecmp(k, "SampleEvery")) {
-      if (c->values_num == 1 && c->children_num == 0 &&
-          c->values[0].type == OCONFIG_TYPE_STRING &&
-          !strcasecmp(c->values[0].value.string, "auto")) {
-        st = cfg_once(c, &seen[11]);
-        cfg->sample_every = 0;
-      } else if (c->values_num == 1 && c->values[0].type == OCONFIG_TYPE_NUMBER) {
-        st = cfg_once(c, &seen[11]) ||
-             cfg_int_range(c, 1, 65536, &cfg->sample_every);
-      } else {
-        E_ERROR("invalid value %s for option \"SampleEvery\" in block "
-                "<Netstacklat>: expected one integer from 1 to 65536, or "
-                "\"auto\".",
-                cfg_values_str(c, (char[256]){0}, 256));
-        st = -1;
-      }
-    } else if (!strcasecmp(k, "CostBudget"))
-      st = cfg_once(c, &seen[12]) || cfg_percent(c, &cfg->cost_budget);
-    else if (!strcasecmp(k, "MaxGroups"))
-      st = cfg_once(c, &seen[7]) ||
-           cfg_int_range(c, 1, 65536, &cfg->max_groups);
-    else
-      st = cfg_unknown(c, "Netstacklat");
-    if (st)
-      errors++;
-  }
-  if (!errors && seen[12] && cfg->sample_every != 0) {
-    E_ERROR("option \"CostBudget\" in block <Netstacklat>: it sets what "
-            "SampleEvery \"auto\" keeps to; add SampleEvery \"auto\" or "
-            "remove CostBudget.");
-    errors++;
-  }
-  if (!errors && (cfg->ncgroups || cfg->groupby == NSL_GROUP_CGROUP) &&
-      cfg->hooks_set) {
-    for (int h = 0; h < NSL_NHOOKS; h++)
-      if (cfg->hook_on[h] && !hook_has_socket(h)) {
-        E_ERROR("option \"Hooks\" in block <Netstacklat>: hook %s sees "
-                "packets before they have a socket, so it cannot be "
-                "filtered or grouped by cgroup; remove it or the cgroup "
-                "option.",
-                hook_names[h]);
-        errors++;
-      }
-  }
-  return errors ? -1 : 0;
-}
 
 /* ------------------------------------------------------------- state */
 
@@ -649,7 +361,7 @@ static int netstacklat_init(void) {
       s->hooks[h].wanted = false;
       E_INFO("netstacklat: hook %s is not loaded: it has no socket, so no "
              "cgroup to filter or group by.",
-             hook_names[h]);
+             nsl_hook_names[h]);
     }
   }
   bool cg_storage = false, cg_hash = false, cg_anc = false;
@@ -773,7 +485,7 @@ static int netstacklat_init(void) {
       s->cgf.hash = true;
       E_INFO("netstacklat: hook %s runs as a kprobe, which %s: the cgroup "
              "hash filter is kept as well.",
-             hook_names[h],
+             nsl_hook_names[h],
              s->cgf.storage ? "has no cgroup storage"
                          : "would read the ancestors through helper calls");
     }
@@ -801,7 +513,7 @@ static int netstacklat_init(void) {
     }
   }
   s->outlier_ctx = (struct nsl_outlier_ctx){
-      .plugin = FEATURE, .hook_names = hook_names, .cgroups = &s->cgroups};
+      .plugin = FEATURE, .hook_names = nsl_hook_names, .cgroups = &s->cgroups};
   memset(s->prev, 0, sizeof(s->prev));
   memset(s->prev_le, 0, sizeof(s->prev_le));
   memset(s->hook_events, 0, sizeof(s->hook_events));
@@ -1036,7 +748,7 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
  * the group keeps its name (gname, from group_name()), else made again. */
 static void group_inst(struct group_prev *cur, const struct group_prev *p,
                        const char *gname) {
-  const char *hook = hook_names[cur->key.hook];
+  const char *hook = nsl_hook_names[cur->key.hook];
   size_t hl = strlen(hook);
   /* The kept name is "<hook>-" + gname: compare instead of formatting. */
   if (p && p->inst[0] && !strncmp(p->inst + hl + 1, gname, EBPF_NAME_LEN)) {
@@ -1375,7 +1087,7 @@ static void sample_auto(struct nsl_state *s, double elapsed) {
       continue;
     E_INFO(FEATURE ": SampleEvery auto: hook %s: N %u -> %u (%.0f events/s; "
            "the programs' estimated time %.3f%% of a CPU, CostBudget %g%%).",
-           hook_names[h], s->n_used[h], next[h], rate[h], c_next / 1e7,
+           nsl_hook_names[h], s->n_used[h], next[h], rate[h], c_next / 1e7,
            cfg->cost_budget);
     s->skel->bss->sample_n[h] = next[h];
     s->n_used[h] = next[h];
@@ -1422,11 +1134,11 @@ static int netstacklat_read(void) {
                   "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
                   "shared by the hooks); events of further groups are only "
                   "counted as operations-skipped-map_full. Raise MaxGroups.",
-                  hook_names[h], cfg->max_groups,
+                  nsl_hook_names[h], cfg->max_groups,
                   bpf_map__max_entries(grouped) / (unsigned)cfg->max_groups,
                   bpf_map__max_entries(grouped));
       s->warned_map_full = true;
-      submit_derive(FEATURE, hook_names[h], "operations",
+      submit_derive(FEATURE, nsl_hook_names[h], "operations",
                     skip_names[NSL_SKIP_MAP_FULL],
                     (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
     }
@@ -1445,7 +1157,7 @@ static int netstacklat_read(void) {
     if (s->hooks[h].flavour < 0)
       continue;
     char inst[DATA_MAX_NAME_LEN];
-    snprintf(inst, sizeof(inst), "%s-%s", FEATURE, hook_names[h]);
+    snprintf(inst, sizeof(inst), "%s-%s", FEATURE, nsl_hook_names[h]);
     submit_gauge(PLUGIN_NAME, inst, "gauge", "sample_every",
                  (double)s->n_used[h]);
   }
@@ -1457,7 +1169,6 @@ static int netstacklat_read(void) {
 
 static void netstacklat_shutdown(void) {
   struct nsl_state *s = &nsl;
-  struct nsl_config *cfg = &s->cfg;
   loader_detach(s->hooks, NSL_NHOOKS);
   ring_buffer__free(s->outlier_rb);
   s->outlier_rb = NULL;
@@ -1477,36 +1188,11 @@ static void netstacklat_shutdown(void) {
   cgroup_tree_free(&s->cgroups);
   nsl_cgf_free(&s->cgf);
   nsl_slots_free(&s->cgslots);
-  cfg_free_list(cfg->cgroups);
-  cfg_free_list(cfg->ifaces);
-  free(cfg->netns);
-  memset(cfg, 0, sizeof(*cfg));
-  cfg_defaults(cfg);
+  nsl_config_free(&s->cfg);
 }
 
 static struct bpf_object *netstacklat_object(void) {
   return nsl.skel ? nsl.skel->obj : NULL;
-}
-
-/* The block, and the names its values are dispatched under. */
-static int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci) {
-  struct nsl_config *cfg = &s->cfg;
-  static bool defaults_set;
-  if (!defaults_set) {
-    cfg_defaults(cfg);
-    defaults_set = true;
-  }
-  int st = netstacklat_config(cfg, ci);
-  for (int i = 0; i < cfg->npct; i++)
-    pct_name(cfg->pct[i], s->pct_names[i], sizeof(s->pct_names[i]));
-  for (unsigned k = 0; k < HIST_NBUCKETS; k++)
-    hist_bucket_name(k, s->bucket_names[k], sizeof(s->bucket_names[k]));
-  for (int b = 0; b < cfg->nbounds; b++)
-    snprintf(s->bound_names[b], sizeof(s->bound_names[b]), "le_%llu",
-             (unsigned long long)cfg->bounds[b]);
-  for (__u32 h = 0; h < NSL_NHOOKS; h++)
-    vl_prepare(&s->hook_vl[h], FEATURE, hook_names[h]);
-  return st;
 }
 
 static int netstacklat_config_entry(const oconfig_item_t *ci) {

@@ -2,6 +2,7 @@
  * mean must stay the mean of the interval's events when the counters were
  * reset (a group deleted and made again starts from zero). */
 /* Links with the plugin's other objects (see the Makefile). */
+#include "../../plugin/netstacklat/config.c"
 #include "../../plugin/netstacklat/netstacklat.c"
 #include "mock_collectd.h"
 #include "testlib.h"
@@ -210,7 +211,7 @@ DEF_TEST(identifiers_unchanged) {
           /* As read_grouped() names a group seen for the first time, then
            * again from the previous interval's name. */
           struct group_prev cur = {.key = {.hook = h}}, p;
-          snprintf(cur.inst, sizeof(cur.inst), "%s-%s", hook_names[h],
+          snprintf(cur.inst, sizeof(cur.inst), "%s-%s", nsl_hook_names[h],
                    "system.slice_x.service");
           p = cur;
           value_list_t vl;
