@@ -148,4 +148,13 @@ int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci);
 /* Back to the defaults, as before any configuration (at shutdown). */
 void nsl_config_free(struct nsl_config *cfg);
 
+/* ---- sample.c: SampleEvery */
+
+/* At init: each hook's N (SampleEvery; 1 for auto's first interval). */
+void nsl_sample_start(struct nsl_state *s);
+
+/* After the interval's values: each hook's N as a gauge (when sampling),
+ * auto's N for the next interval, and the interval's events forgotten. */
+void nsl_sample_read(struct nsl_state *s, double elapsed);
+
 #endif
