@@ -126,7 +126,7 @@ struct nsl_state {
 
   /* SampleEvery: each hook's N during the interval being read (fixed N,
    * or auto's choice at the read before), and its events in that interval
-   * (exact, every N), summed by dispatch(). */
+   * (exact, every N), summed by nsl_dispatch(). */
   uint32_t n_used[NSL_NHOOKS];
   uint64_t hook_events[NSL_NHOOKS];
   /* SampleEvery auto: the programs' run time at the last read (BPF stats;
@@ -147,6 +147,31 @@ int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci);
 
 /* Back to the defaults, as before any configuration (at shutdown). */
 void nsl_config_free(struct nsl_config *cfg);
+
+/* ---- read.c: the histograms' reads and their values */
+
+/* out: the sum of ncpus per-CPU histograms (the buckets modulo 2^32, as
+ * the BPF side counts them). */
+void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
+                  struct nsl_hist *out);
+
+/* One hook's or group's values: its histogram now against the last
+ * read's (before), under vl's identity (vl_prepare()); le[]: its
+ * BucketBounds counters, kept by the caller. The interval's events are
+ * added to s->hook_events[hook]. */
+void nsl_dispatch(struct nsl_state *s, __u32 hook, value_list_t *vl,
+                  const struct nsl_hist *now, const struct nsl_hist *before,
+                  double elapsed, uint64_t le[MAX_BOUNDS]);
+
+/* Every attached hook's own histogram: its values without GroupBy, its
+ * skipped-map_full with it. Returns -1 when out of memory. */
+int nsl_read_hooks(struct nsl_state *s, double elapsed);
+
+/* OutlierThreshold's ring buffer, at init: 0, or -1 after an ERROR. */
+int nsl_outliers_open(struct nsl_state *s);
+
+/* Its records as notifications, and its counters: every read. */
+void nsl_outliers_read(struct nsl_state *s);
 
 /* ---- sample.c: SampleEvery */
 

@@ -25,12 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(NSL_NFINE == HIST_NFINE && NSL_SUB_BITS == HIST_SUB_BITS &&
-                   NSL_FINE_FIRST_EXP == HIST_FINE_FIRST_EXP,
-               "bucket layouts differ");
-_Static_assert(sizeof(struct nsl_hist) == NSL_HIST_SIZE,
-               "struct nsl_hist changed size: update NSL_HIST_SIZE and the "
-               "memory figures in the README and docs");
 /* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
 _Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
                    sizeof(struct netstacklat_outliers_bpf__rodata) &&
@@ -46,10 +40,6 @@ _Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
                sizeof(struct netstacklat_bpf) ==
                    sizeof(struct netstacklat_sampled_bpf),
                "the netstacklat objects differ");
-
-static const char *const skip_names[NSL_NSKIPS] = {
-    "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
-    "skipped-map_full", "skipped-hol_blocked", "skipped-raced"};
 
 #define P(...) HOOK_PROG(netstacklat_bpf, __VA_ARGS__)
 static const struct hook_def hook_defs[NSL_NHOOKS] = {
@@ -258,32 +248,6 @@ static int open_tstamp_socket(void) {
     return err;
   }
   return fd;
-}
-
-/* ------------------------------------------------------------- outliers */
-
-static int on_outlier(void *ctx, void *data, size_t len) {
-  return nsl_outlier_notify(ctx, data, len);
-}
-
-static void read_outliers(struct nsl_state *s) {
-  s->outlier_ctx.cg_refreshed = false;
-  s->outlier_ctx.self_netns = netns_self_inum();
-  int err = ring_buffer__consume(s->outlier_rb);
-  if (err < 0)
-    E_WARNING("netstacklat: reading outlier records failed: %s",
-              ERRSTR(err));
-  __u64 vals[s->ncpus], suppressed = 0;
-  __u32 zero = 0;
-  if (bpf_map_lookup_elem(
-          bpf_map__fd(s->skel->maps.netstacklat_outliers_suppressed), &zero,
-          vals) == 0)
-    for (int c = 0; c < s->ncpus; c++)
-      suppressed += vals[c];
-  submit_derive(FEATURE, "", "operations", "outliers",
-                (int64_t)s->outlier_ctx.notified);
-  submit_derive(FEATURE, "", "operations", "outliers_suppressed",
-                (int64_t)suppressed);
 }
 
 static void netstacklat_shutdown(void);
@@ -500,102 +464,15 @@ static int netstacklat_init(void) {
               "(SO_TIMESTAMPING): %s; packets are stamped only if another "
               "socket asks for it.",
               ERRSTR(s->ts_sock));
-  if (cfg->outlier_s) {
-    s->outlier_rb =
-        ring_buffer__new(bpf_map__fd(s->skel->maps.netstacklat_outliers),
-                         on_outlier, &s->outlier_ctx, NULL);
-    if (!s->outlier_rb) {
-      E_ERROR("netstacklat: cannot read the outlier ring buffer: %s",
-              ERRSTR(errno));
-      netstacklat_shutdown();
-      return -errno;
-    }
+  if (nsl_outliers_open(s)) {
+    netstacklat_shutdown();
+    return -errno;
   }
-  s->outlier_ctx = (struct nsl_outlier_ctx){
-      .plugin = FEATURE, .hook_names = nsl_hook_names, .cgroups = &s->cgroups};
   memset(s->prev, 0, sizeof(s->prev));
   memset(s->prev_le, 0, sizeof(s->prev_le));
   nsl_sample_start(s);
   now_mono(&s->last_read);
   return 0;
-}
-
-/* ------------------------------------------------------------------ read */
-
-static void sum_cpus(int ncpus, const struct nsl_hist *percpu,
-                     struct nsl_hist *out) {
-  memset(out, 0, sizeof(*out));
-  for (int c = 0; c < ncpus; c++) {
-    const struct nsl_hist *h = &percpu[c];
-    for (int k = 0; k < NSL_NFINE; k++)
-      out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
-    out->sum_ns += h->sum_ns;
-    out->count += h->count;
-    for (int r = 0; r < NSL_NSKIPS; r++)
-      out->skipped[r] += h->skipped[r];
-  }
-}
-
-/* A skip reason that only one hook with one setting can have is
- * dispatched there alone: elsewhere it could only ever be 0. */
-static bool skip_applies(const struct nsl_config *cfg, __u32 hook, int r) {
-  switch (r) {
-  case NSL_SKIP_HOL_BLOCKED:
-    return hook == NSL_TCP_SOCKET_READ && !cfg->include_hol;
-  case NSL_SKIP_RACED:
-    return hook == NSL_UDP_SOCKET_ENQUEUED;
-  case NSL_SKIP_MAP_FULL:
-    /* Counted on the hook's ungrouped entry only, and dispatched from
-     * there with GroupBy (netstacklat_read()): 0 everywhere else. */
-    return false;
-  default:
-    return true;
-  }
-}
-
-/* vl: the identity of the hook's or group's values (vl_prepare()). */
-static void dispatch(struct nsl_state *s, __u32 hook, value_list_t *vl,
-                     const struct nsl_hist *now, const struct nsl_hist *before,
-                     double elapsed, uint64_t le[MAX_BOUNDS]) {
-  const struct nsl_config *cfg = &s->cfg;
-  /* A reset (a group deleted and made again starts from zero) shows in
-   * the 64-bit count or sum going down; the 32-bit buckets wrap. */
-  bool reset = now->count < before->count || now->sum_ns < before->sum_ns;
-  uint64_t d[HIST_NFINE];
-  uint64_t n = hist_fine_delta(now->bucket, before->bucket, reset, d);
-  uint64_t dsum = reset ? now->sum_ns : now->sum_ns - before->sum_ns;
-  /* The counters are cumulative and never reset while we run. count is
-   * exact for any SampleEvery; the buckets hold the timed events only. */
-  vl_derive(vl, "operations", NULL, (int64_t)now->count);
-  for (int r = 0; r < NSL_NSKIPS; r++)
-    if (skip_applies(cfg, hook, r))
-      vl_derive(vl, "operations", skip_names[r], (int64_t)now->skipped[r]);
-  double sum = (double)dsum;
-  for (int i = 0; i < cfg->npct; i++)
-    vl_gauge(vl, "latency", s->pct_names[i],
-             n ? hist_quantile_ns(d, cfg->pct[i] / 100.0) / 1e9 : NAN);
-  vl_gauge(vl, "latency", "max", n ? hist_max_ns(d) / 1e9 : NAN);
-  vl_gauge(vl, "latency", "avg", n ? sum / (double)n / 1e9 : NAN);
-  /* SampleEvery N: one event in N was timed, so a bucket's rate is its
-   * timed count times N (with auto, the hook's N during the interval). */
-  uint64_t n_int =
-      cfg->sample_every ? (uint64_t)cfg->sample_every : s->n_used[hook];
-  double scale = (double)n_int;
-  s->hook_events[hook] +=
-      now->count >= before->count ? now->count - before->count : now->count;
-  if (cfg->buckets && elapsed > 0) {
-    uint64_t coarse[HIST_NBUCKETS];
-    hist_coarse(d, coarse);
-    for (int k = 0; k < HIST_NBUCKETS; k++)
-      vl_gauge(vl, "bucket", s->bucket_names[k],
-               (double)coarse[k] * scale / elapsed);
-  }
-  /* BucketBounds: cumulative counters kept here, so that they only grow
-   * (a group's counters made again start from zero in the kernel). */
-  for (int b = 0; b < cfg->nbounds; b++) {
-    le[b] += hist_at_or_below(d, cfg->bounds[b]) * n_int;
-    vl_derive(vl, "operations", s->bound_names[b], (int64_t)le[b]);
-  }
 }
 
 /* By group, then hook: a group's hooks are next to each other, so that it
@@ -705,7 +582,7 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
         per[c] = row[c].h;
       struct group_prev e = {
           .key = {.group = s->cgslots.slot[i].id, .hook = h}};
-      sum_cpus(s->ncpus, per, &e.h);
+      nsl_sum_cpus(s->ncpus, per, &e.h);
       struct group_prev *p = bsearch(&e, cur, n0, sizeof(*cur), cmp_gkey);
       if (!p) {
         if (e.h.count == 0 && /* every timed event is counted */
@@ -863,7 +740,7 @@ static void read_grouped(struct nsl_state *s, double elapsed) {
   qsort(order, n, sizeof(*order), cmp_gkey);
   for (size_t i = 0; i < n; i++) {
     cur[i].key = order[i].key;
-    sum_cpus(s->ncpus,
+    nsl_sum_cpus(s->ncpus,
              (struct nsl_hist *)((char *)vals + order[i].at * vsize),
              &cur[i].h);
   }
@@ -949,7 +826,7 @@ static void read_grouped(struct nsl_state *s, double elapsed) {
     vl_prepare(&vl, FEATURE, cur[i].inst);
     if (p)
       memcpy(cur[i].le, p->le, sizeof(cur[i].le));
-    dispatch(s, cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
+    nsl_dispatch(s, cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,
              cur[i].le);
     cur[kept++] = cur[i]; /* still sorted */
   }
@@ -981,42 +858,12 @@ static int netstacklat_read(void) {
     nsl_cgf_refresh(&s->cgf, &s->cgroups, true);
   nsl_iff_refresh(&s->iff, false);
 
-  int fd = bpf_map__fd(s->skel->maps.netstacklat_seconds);
-  const struct bpf_map *grouped = s->skel->maps.netstacklat_grouped_seconds;
-  struct nsl_hist *percpu = calloc((size_t)s->ncpus, sizeof(*percpu));
-  if (!percpu)
+  if (nsl_read_hooks(s, elapsed))
     return -1;
-  for (__u32 h = 0; h < NSL_NHOOKS; h++) {
-    if (s->hooks[h].flavour < 0)
-      continue;
-    if (bpf_map_lookup_elem(fd, &h, percpu) != 0)
-      continue;
-    struct nsl_hist now;
-    sum_cpus(s->ncpus, percpu, &now);
-    if (cfg->groupby == NSL_GROUP_NONE)
-      dispatch(s, h, &s->hook_vl[h], &now, &s->prev[h], elapsed,
-               s->prev_le[h]);
-    else if (now.skipped[NSL_SKIP_MAP_FULL]) {
-      if (!s->warned_map_full)
-        E_WARNING("netstacklat: hook %s: the group table is full "
-                  "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
-                  "shared by the hooks); events of further groups are only "
-                  "counted as operations-skipped-map_full. Raise MaxGroups.",
-                  nsl_hook_names[h], cfg->max_groups,
-                  bpf_map__max_entries(grouped) / (unsigned)cfg->max_groups,
-                  bpf_map__max_entries(grouped));
-      s->warned_map_full = true;
-      submit_derive(FEATURE, nsl_hook_names[h], "operations",
-                    skip_names[NSL_SKIP_MAP_FULL],
-                    (int64_t)now.skipped[NSL_SKIP_MAP_FULL]);
-    }
-    s->prev[h] = now;
-  }
-  free(percpu);
   if (cfg->groupby != NSL_GROUP_NONE)
     read_grouped(s, elapsed);
   if (s->outlier_rb)
-    read_outliers(s);
+    nsl_outliers_read(s);
   nsl_sample_read(s, elapsed);
   return 0;
 }

@@ -3,7 +3,7 @@
  * ring buffer becomes one WARNING notification naming the hook, the
  * connection, the process, the interface, the namespace and the cgroup
  * (fields: README, "Notifications"). The ring buffer and the counters
- * stay in netstacklat.c; this is the record's reading. */
+ * are read in read.c; this is the record's reading. */
 #ifndef NSL_OUTLIERS_H
 #define NSL_OUTLIERS_H
 

@@ -3,6 +3,7 @@
  * reset (a group deleted and made again starts from zero). */
 /* Links with the plugin's other objects (see the Makefile). */
 #include "../../plugin/netstacklat/config.c"
+#include "../../plugin/netstacklat/read.c"
 #include "../../plugin/netstacklat/netstacklat.c"
 #include "mock_collectd.h"
 #include "testlib.h"
@@ -24,7 +25,7 @@ static void dispatch_h(const struct nsl_hist *now, const struct nsl_hist *before
                        double elapsed) {
   vl_prepare(&vl_h, FEATURE, "h");
   static uint64_t le[MAX_BOUNDS];
-  dispatch(&state, NSL_IP_START, &vl_h, now, before, elapsed, le);
+  nsl_dispatch(&state, NSL_IP_START, &vl_h, now, before, elapsed, le);
 }
 
 static double got(const char *ti) {
@@ -125,7 +126,7 @@ DEF_TEST(sample_every_scales_buckets_only) {
   value_list_t vl;
   vl_prepare(&vl, FEATURE, "h");
   uint64_t le[MAX_BOUNDS] = {0};
-  dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
+  nsl_dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
   CHECK_EQ_INT(4200, (long long)got_t("operations", ""));
   char b1[64], b2[64];
   hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
@@ -168,7 +169,7 @@ DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
   value_list_t vl;
   vl_prepare(&vl, FEATURE, "h");
   uint64_t le[MAX_BOUNDS] = {0};
-  dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
+  nsl_dispatch(&state, NSL_UDP_SOCKET_READ, &vl, &now, &before, 2.0, le);
   CHECK_EQ_INT(800, (long long)got_t("operations", ""));
   char b1[64];
   hist_bucket_name(hist_bucket_of(3000), b1, sizeof(b1));
@@ -182,12 +183,12 @@ DEF_TEST(sample_every_auto_scales_by_the_hooks_n) {
   return 0;
 }
 
-/* Every identifier dispatch() gives, for every hook, ungrouped (the names
+/* Every identifier nsl_dispatch() gives, for every hook, ungrouped (the names
  * prepared at config) and grouped (a name made from the group), with every
  * bucket and both IncludeHOLBlocked settings, is exactly what the plugin
  * dispatched before the names were prepared once: tests/data/identifiers/
  * netstacklat.txt is the old code's output, less skipped-map_full (which
- * dispatch() only ever gave as 0: netstacklat_read() dispatches it). */
+ * nsl_dispatch() only ever gave as 0: nsl_read_hooks() dispatches it). */
 #define IDENTS "tests/data/identifiers/netstacklat.txt"
 DEF_TEST(identifiers_unchanged) {
   oconfig_item_t *b = mock_ci("Netstacklat");
@@ -216,9 +217,9 @@ DEF_TEST(identifiers_unchanged) {
           p = cur;
           value_list_t vl;
           vl_prepare(&vl, FEATURE, p.inst);
-          dispatch(&state, h, &vl, &now, &before, 1.0, p.le);
+          nsl_dispatch(&state, h, &vl, &now, &before, 1.0, p.le);
         } else {
-          dispatch(&state, h, &state.hook_vl[h], &now, &before, 1.0,
+          nsl_dispatch(&state, h, &state.hook_vl[h], &now, &before, 1.0,
                    state.prev_le[h]);
         }
         for (int i = 0; i < mock_nvalues; i++) {
@@ -317,7 +318,7 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count = 15;
   now.sum_ns = 7 * 500000ULL + 5 * 5000000ULL + 3 * 50000000ULL;
   vl_prepare(&vl_h, FEATURE, "h");
-  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  nsl_dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(7, le_of(1015808));
   CHECK_EQ_INT(12, le_of(9961472));
   /* the next interval: 2 more below 1 ms */
@@ -326,7 +327,7 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count += 2;
   now.sum_ns += 2 * 500000ULL;
   mock_reset();
-  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  nsl_dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(9, le_of(1015808));
   CHECK_EQ_INT(14, le_of(9961472));
   /* reset (count down): the counters only grow */
@@ -336,14 +337,14 @@ DEF_TEST(bucket_bounds_cumulative) {
   now.count = 1;
   now.sum_ns = 5000000;
   mock_reset();
-  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
+  nsl_dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le);
   CHECK_EQ_INT(9, le_of(1015808));
   CHECK_EQ_INT(15, le_of(9961472));
   /* SampleEvery 4: timed events times 4 */
   setup_bounds(b, 2, 4);
   uint64_t le4[MAX_BOUNDS] = {0};
   memset(&before, 0, sizeof(before));
-  dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le4);
+  nsl_dispatch(&state, NSL_IP_START, &vl_h, &now, &before, 1.0, le4);
   CHECK_EQ_INT(4, le_of(9961472));
   /* at most 32 bounds in all (distinct after rounding) */
   oconfig_item_t *c = mock_ci("Netstacklat");
