@@ -173,6 +173,12 @@ int nsl_outliers_open(struct nsl_state *s);
 /* Its records as notifications, and its counters: every read. */
 void nsl_outliers_read(struct nsl_state *s);
 
+/* ---- groups.c: GroupBy */
+
+/* The interval's (hook, group) entries and their values; the groups that
+ * are gone deleted (every read with GroupBy). */
+void nsl_read_grouped(struct nsl_state *s, double elapsed);
+
 /* ---- sample.c: SampleEvery */
 
 /* At init: each hook's N (SampleEvery; 1 for auto's first interval). */

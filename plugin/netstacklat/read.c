@@ -100,8 +100,7 @@ void nsl_dispatch(struct nsl_state *s, __u32 hook, value_list_t *vl,
 
 /* GroupBy's table is full: the events of further groups are counted on
  * the hook's ungrouped entry, dispatched here (one WARNING). */
-static void map_full(struct nsl_state *s, __u32 h,
-                     const struct nsl_hist *now) {
+static void map_full(struct nsl_state *s, __u32 h, const struct nsl_hist *now) {
   const struct nsl_config *cfg = &s->cfg;
   const struct bpf_map *grouped = s->skel->maps.netstacklat_grouped_seconds;
   if (!s->warned_map_full)

@@ -7,7 +7,7 @@
  * frees it when the cgroup is gone, and keeps a freed slot from being
  * given again for a grace period (see slots.c), mirroring what it
  * wrote to both maps. Events of a cgroup without a slot are counted in the
- * group hash table instead (plugin/netstacklat/netstacklat.c sums both). */
+ * group hash table instead (plugin/netstacklat/groups.c sums both). */
 #ifndef EBPF_NSL_SLOTS_H
 #define EBPF_NSL_SLOTS_H
 

@@ -4,6 +4,7 @@
 /* Links with the plugin's other objects (see the Makefile). */
 #include "../../plugin/netstacklat/config.c"
 #include "../../plugin/netstacklat/read.c"
+#include "../../plugin/netstacklat/groups.c"
 #include "../../plugin/netstacklat/netstacklat.c"
 #include "mock_collectd.h"
 #include "testlib.h"
