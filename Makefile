@@ -185,7 +185,7 @@ $(BUILD)/tests/config_test $(BUILD)/tests/keys_test: $(BUILD)/tests/%: tests/uni
 # config, dispatch and the groups' names), and link the other objects:
 # none of the included sources'.
 UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp_window/owners \
-	netstacklat_test:netstacklat/netstacklat+netstacklat/config+netstacklat/read+netstacklat/groups \
+	netstacklat_test:netstacklat/config+netstacklat/read+netstacklat/groups \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
 	drops_test:drops/names

@@ -5,8 +5,8 @@
  * (6.2) is not enough: kernel 6.18.44 refuses sk->sk_cgrp_data.cgroup to
  * bpf_cgrp_storage_get() as an untrusted pointer ("R2
  * type=untrusted_ptr_"), and netstacklat's programs would not load at
- * all. plugin/netstacklat/netstacklat.c loads this one (never attaches it) and, when
- * the kernel refuses it, uses hash maps instead. */
+ * all. plugin/netstacklat/load.c loads this one (never attaches it) and,
+ * when the kernel refuses it, uses hash maps instead. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

@@ -1,4 +1,4 @@
-/* Types shared by bpf/netstacklat/netstacklat.bpf.c and plugin/netstacklat/netstacklat.c. */
+/* Types shared by bpf/netstacklat/netstacklat.bpf.c and plugin/netstacklat/. */
 #ifndef NETSTACKLAT_H
 #define NETSTACKLAT_H
 

@@ -148,6 +148,24 @@ int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci);
 /* Back to the defaults, as before any configuration (at shutdown). */
 void nsl_config_free(struct nsl_config *cfg);
 
+/* ---- load.c: the start */
+
+/* Everything the object is opened with (namespace, hooks, the Cgroup
+ * filter's way, GroupBy cgroup's slots, the clock). Returns 0, or a
+ * negative errno after one WARNING (ERROR for a wrong test switch). */
+int nsl_prepare(struct nsl_state *s);
+
+/* The loader's run: the number of hooks attached, or a negative errno
+ * when the object could not be opened (s->skel NULL then). */
+int nsl_attach(struct nsl_state *s);
+
+/* Once attached: the filters filled, the timestamping socket opened. */
+void nsl_after_attach(struct nsl_state *s);
+
+/* REALTIME minus the clock of "now", into the programs' variable (before
+ * load, and every interval). */
+void nsl_set_clock_offset(struct nsl_state *s);
+
 /* ---- read.c: the histograms' reads and their values */
 
 /* out: the sum of ncpus per-CPU histograms (the buckets modulo 2^32, as

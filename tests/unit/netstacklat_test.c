@@ -5,7 +5,6 @@
 #include "../../plugin/netstacklat/config.c"
 #include "../../plugin/netstacklat/read.c"
 #include "../../plugin/netstacklat/groups.c"
-#include "../../plugin/netstacklat/netstacklat.c"
 #include "mock_collectd.h"
 #include "testlib.h"
 
