@@ -15,6 +15,60 @@ const char *const nsl_hook_names[NSL_NHOOKS] = {
     "udp_socket_read",
 };
 
+enum {
+  K_HOOKS, K_PERCENTILES, K_BUCKETS, K_BOUNDS, K_NETNS, K_INTERFACE,
+  K_CGROUP, K_GROUPBY, K_MAX_GROUPS, K_MIN_QLEN, K_INCLUDE_HOL,
+  K_TIMESTAMPS, K_OUTLIER_THRESHOLD, K_OUTLIER_LIMIT, K_SAMPLE_EVERY,
+  K_COST_BUDGET, NKEYS
+};
+static const struct cfg_key keys[NKEYS] = {
+    [K_HOOKS] = {"Hooks", CK_OTHER,
+                 .show = "ip_start tcp_start udp_start tcp_socket_enqueued "
+                         "udp_socket_enqueued tcp_socket_read udp_socket_read",
+                 .doc = "the points of the stack measured"},
+    /* The lowest a percentile's name can say in digits: 0.0001 ("%.15g"
+     * of anything smaller has an exponent). */
+    [K_PERCENTILES] = {"Percentiles", CK_OTHER, 0.0001, 100,
+                       .show = "50 90 99 99.9",
+                       .doc = "the quantiles dispatched as latency-p<digits>"},
+    [K_BUCKETS] = {"Buckets", CK_BOOL, .def = 0,
+                   .doc = "the histogram's 26 bucket rates per hook"},
+    /* The fine buckets' range: 1 us to 17 s. */
+    [K_BOUNDS] = {"BucketBounds", CK_OTHER, 0.000001, 17, .show = "none",
+                  .repeat = true,
+                  .doc = "seconds: a cumulative count of the events at or "
+                         "below each"},
+    [K_NETNS] = {"NetworkNamespace", CK_STRING, .show = "host",
+                 .doc = "host, all, or a namespace's name or path"},
+    [K_INTERFACE] = {"Interface", CK_STRINGS, .show = "none", .repeat = true,
+                     .doc = "only packets received on these interfaces"},
+    [K_CGROUP] = {"Cgroup", CK_STRINGS, .show = "none", .repeat = true,
+                  .doc = "only sockets of these cgroups (paths or globs)"},
+    [K_GROUPBY] = {"GroupBy", CK_OTHER, .show = "none",
+                   .doc = "none, cgroup or interface: a histogram per group"},
+    [K_MAX_GROUPS] = {"MaxGroups", CK_INT, 1, 65536, 128,
+                      .doc = "groups of GroupBy at most"},
+    [K_MIN_QLEN] = {"MinQueueLength", CK_INT, 0, 1000000, 0,
+                    .doc = "socket reads only when this many bytes or more "
+                           "were queued"},
+    [K_INCLUDE_HOL] = {"IncludeHOLBlocked", CK_BOOL, .def = 1,
+                       .doc = "count reads whose data waited behind a hole"},
+    [K_TIMESTAMPS] = {"EnableTimestamps", CK_BOOL, .def = 1,
+                      .doc = "hold a socket that turns receive timestamps on"},
+    [K_OUTLIER_THRESHOLD] = {"OutlierThreshold", CK_SECONDS, 0.000001, 3600,
+                             .show = "none",
+                             .doc = "a notification for each event slower"},
+    [K_OUTLIER_LIMIT] = {"OutlierLimit", CK_INT, 1, 10000, 10,
+                         .doc = "outlier notifications a second at most"},
+    [K_SAMPLE_EVERY] = {"SampleEvery", CK_OTHER, 1, 65536, 1,
+                        .show = "1",
+                        .doc = "time one event in N (or auto), count all"},
+    [K_COST_BUDGET] = {"CostBudget", CK_OTHER, 0.001, 100, 0.5,
+                       .show = "0.5",
+                       .doc = "percent of one CPU SampleEvery auto keeps to"},
+};
+const struct cfg_block nsl_keys = {"Netstacklat", keys, NKEYS};
+
 static void cfg_defaults(struct nsl_config *cfg) {
   cfg->hooks_set = false;
   for (int h = 0; h < NSL_NHOOKS; h++)
@@ -22,16 +76,16 @@ static void cfg_defaults(struct nsl_config *cfg) {
   static const double def_pct[] = {50, 90, 99, 99.9};
   cfg->npct = 4;
   memcpy(cfg->pct, def_pct, sizeof(def_pct));
-  cfg->buckets = false;
+  cfg->buckets = cfg_key_default(&nsl_keys, K_BUCKETS) != 0;
   cfg->groupby = NSL_GROUP_NONE;
-  cfg->min_qlen = 0;
-  cfg->include_hol = true;
-  cfg->max_groups = 128;
-  cfg->timestamps = true;
-  cfg->outlier_s = 0;
-  cfg->outlier_limit = 10;
-  cfg->sample_every = 1;
-  cfg->cost_budget = 0.5;
+  cfg->min_qlen = (long long)cfg_key_default(&nsl_keys, K_MIN_QLEN);
+  cfg->include_hol = cfg_key_default(&nsl_keys, K_INCLUDE_HOL) != 0;
+  cfg->max_groups = (long long)cfg_key_default(&nsl_keys, K_MAX_GROUPS);
+  cfg->timestamps = cfg_key_default(&nsl_keys, K_TIMESTAMPS) != 0;
+  cfg->outlier_s = 0; /* off */
+  cfg->outlier_limit = (long long)cfg_key_default(&nsl_keys, K_OUTLIER_LIMIT);
+  cfg->sample_every = (long long)cfg_key_default(&nsl_keys, K_SAMPLE_EVERY);
+  cfg->cost_budget = cfg_key_default(&nsl_keys, K_COST_BUDGET);
   cfg->nbounds = 0;
 }
 
@@ -87,15 +141,17 @@ static bool pct_name(double p, char *buf, size_t len) {
   return true;
 }
 
-/* CostBudget: a percentage of one CPU, 0.001 to 100. */
+/* CostBudget: a percentage of one CPU. */
 static int cfg_percent(const oconfig_item_t *ci, double *out) {
+  const struct cfg_key *k = &keys[K_COST_BUDGET];
   if (ci->values_num != 1 || ci->children_num != 0 ||
       ci->values[0].type != OCONFIG_TYPE_NUMBER ||
       !isfinite(ci->values[0].value.number) ||
-      ci->values[0].value.number < 0.001 || ci->values[0].value.number > 100) {
+      ci->values[0].value.number < k->min ||
+      ci->values[0].value.number > k->max) {
     E_ERROR("invalid value %s for option \"%s\" in block <Netstacklat>: "
-            "expected one number from 0.001 to 100 (percent of one CPU).",
-            cfg_values_str(ci, (char[256]){0}, 256), ci->key);
+            "expected one number from %g to %g (percent of one CPU).",
+            cfg_values_str(ci, (char[256]){0}, 256), ci->key, k->min, k->max);
     return -1;
   }
   *out = ci->values[0].value.number;
@@ -111,7 +167,7 @@ static int cfg_percentiles(struct nsl_config *cfg, const oconfig_item_t *ci) {
     if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
       goto bad;
     double p = ci->values[i].value.number;
-    if (!(p > 0 && p <= 100))
+    if (!(p >= keys[K_PERCENTILES].min && p <= keys[K_PERCENTILES].max))
       goto bad;
     cfg->pct[i] = p;
     /* Dropping the dot can make two percentiles one name (99.9 and 9.99
@@ -151,7 +207,7 @@ static int cfg_bounds(struct nsl_config *cfg, const oconfig_item_t *ci) {
     if (ci->values[i].type != OCONFIG_TYPE_NUMBER)
       goto bad;
     double sec = ci->values[i].value.number;
-    if (!(sec >= 1e-6 && sec <= 17.0))
+    if (!(sec >= keys[K_BOUNDS].min && sec <= keys[K_BOUNDS].max))
       goto bad;
     uint64_t ns = (uint64_t)(sec * 1e9 + 0.5);
     uint64_t edge = hist_fine_edge_near(ns);
@@ -215,88 +271,61 @@ static int cfg_interfaces(struct nsl_config *cfg, const oconfig_item_t *c) {
 }
 
 /* SampleEvery <N> or "auto" (0). */
-static int cfg_sample_every(struct nsl_config *cfg, const oconfig_item_t *c,
-                            bool *seen) {
+static int cfg_sample_every(struct nsl_config *cfg, const oconfig_item_t *c) {
+  const struct cfg_key *k = &keys[K_SAMPLE_EVERY];
   if (c->values_num == 1 && c->children_num == 0 &&
       c->values[0].type == OCONFIG_TYPE_STRING &&
       !strcasecmp(c->values[0].value.string, "auto")) {
-    int st = cfg_once(c, seen);
     cfg->sample_every = 0;
-    return st;
+    return 0;
   }
   if (c->values_num == 1 && c->values[0].type == OCONFIG_TYPE_NUMBER)
-    return cfg_once(c, seen) || cfg_int_range(c, 1, 65536, &cfg->sample_every);
+    return cfg_key_int(k, c, &cfg->sample_every);
   E_ERROR("invalid value %s for option \"SampleEvery\" in block "
-          "<Netstacklat>: expected one integer from 1 to 65536, or "
-          "\"auto\".",
-          cfg_values_str(c, (char[256]){0}, 256));
+          "<Netstacklat>: expected one integer from %g to %g, or \"auto\".",
+          cfg_values_str(c, (char[256]){0}, 256), k->min, k->max);
   return -1;
 }
 
-/* The keys that may be given once each: their index in seen[]. */
-enum {
-  SEEN_HOOKS,
-  SEEN_PERCENTILES,
-  SEEN_BUCKETS,
-  SEEN_NETNS,
-  SEEN_GROUPBY,
-  SEEN_MIN_QLEN,
-  SEEN_INCLUDE_HOL,
-  SEEN_MAX_GROUPS,
-  SEEN_TIMESTAMPS,
-  SEEN_OUTLIER_THRESHOLD,
-  SEEN_OUTLIER_LIMIT,
-  SEEN_SAMPLE_EVERY,
-  SEEN_COST_BUDGET,
-  NSEEN
-};
-
 /* One key of the block: 0, or not 0 after an ERROR. */
-static int cfg_key(struct nsl_config *cfg, const oconfig_item_t *c,
-                   bool seen[NSEEN]) {
-  const char *k = c->key;
-  if (!strcasecmp(k, "Hooks"))
-    return cfg_once(c, &seen[SEEN_HOOKS]) || cfg_hooks(cfg, c);
-  if (!strcasecmp(k, "Percentiles"))
-    return cfg_once(c, &seen[SEEN_PERCENTILES]) || cfg_percentiles(cfg, c);
-  if (!strcasecmp(k, "Buckets"))
-    return cfg_once(c, &seen[SEEN_BUCKETS]) || cfg_bool(c, &cfg->buckets);
-  if (!strcasecmp(k, "BucketBounds"))
+static int cfg_key(struct nsl_config *cfg, const oconfig_item_t *c, int k) {
+  static const char *const groupby[] = {"none", "cgroup", "interface"};
+  switch (k) {
+  case K_HOOKS:
+    return cfg_hooks(cfg, c);
+  case K_PERCENTILES:
+    return cfg_percentiles(cfg, c);
+  case K_BUCKETS:
+    return cfg_key_bool(&keys[k], c, &cfg->buckets);
+  case K_BOUNDS:
     return cfg_bounds(cfg, c);
-  if (!strcasecmp(k, "Cgroup"))
+  case K_CGROUP:
     return cfg_cgroups_append(c, &cfg->cgroups, &cfg->ncgroups);
-  if (!strcasecmp(k, "Interface"))
+  case K_INTERFACE:
     return cfg_interfaces(cfg, c);
-  if (!strcasecmp(k, "NetworkNamespace"))
-    return cfg_once(c, &seen[SEEN_NETNS]) || cfg_string(c, &cfg->netns);
-  if (!strcasecmp(k, "GroupBy")) {
-    static const char *const g[] = {"none", "cgroup", "interface"};
-    return cfg_once(c, &seen[SEEN_GROUPBY]) ||
-           cfg_choice(c, g, 3, &cfg->groupby, "cgroup, interface or none");
+  case K_NETNS:
+    return cfg_string(c, &cfg->netns);
+  case K_GROUPBY:
+    return cfg_choice(c, groupby, 3, &cfg->groupby,
+                      "cgroup, interface or none");
+  case K_MIN_QLEN:
+    return cfg_key_int(&keys[k], c, &cfg->min_qlen);
+  case K_INCLUDE_HOL:
+    return cfg_key_bool(&keys[k], c, &cfg->include_hol);
+  case K_TIMESTAMPS:
+    return cfg_key_bool(&keys[k], c, &cfg->timestamps);
+  case K_OUTLIER_THRESHOLD:
+    return cfg_key_seconds(&keys[k], c, &cfg->outlier_s);
+  case K_OUTLIER_LIMIT:
+    return cfg_key_int(&keys[k], c, &cfg->outlier_limit);
+  case K_SAMPLE_EVERY:
+    return cfg_sample_every(cfg, c);
+  case K_COST_BUDGET:
+    return cfg_percent(c, &cfg->cost_budget);
+  case K_MAX_GROUPS:
+    return cfg_key_int(&keys[k], c, &cfg->max_groups);
   }
-  if (!strcasecmp(k, "MinQueueLength"))
-    return cfg_once(c, &seen[SEEN_MIN_QLEN]) ||
-           cfg_int_range(c, 0, 1000000, &cfg->min_qlen);
-  if (!strcasecmp(k, "IncludeHOLBlocked"))
-    return cfg_once(c, &seen[SEEN_INCLUDE_HOL]) ||
-           cfg_bool(c, &cfg->include_hol);
-  if (!strcasecmp(k, "EnableTimestamps"))
-    return cfg_once(c, &seen[SEEN_TIMESTAMPS]) || cfg_bool(c, &cfg->timestamps);
-  if (!strcasecmp(k, "OutlierThreshold"))
-    return cfg_once(c, &seen[SEEN_OUTLIER_THRESHOLD]) ||
-           cfg_seconds(c, 0.000001, 3600, &cfg->outlier_s);
-  if (!strcasecmp(k, "OutlierLimit"))
-    return cfg_once(c, &seen[SEEN_OUTLIER_LIMIT]) ||
-           cfg_int_range(c, 1, 10000, &cfg->outlier_limit);
-  if (!strcasecmp(k, "SampleEvery"))
-    return cfg_sample_every(cfg, c, &seen[SEEN_SAMPLE_EVERY]);
-  if (!strcasecmp(k, "CostBudget"))
-    return cfg_once(c, &seen[SEEN_COST_BUDGET]) ||
-           cfg_percent(c, &cfg->cost_budget);
-  if (!strcasecmp(k, "MaxGroups"))
-    return cfg_once(c, &seen[SEEN_MAX_GROUPS]) ||
-           cfg_int_range(c, 1, 65536, &cfg->max_groups);
-  return cfg_unknown(c, "Netstacklat");
+  return -1;
 }
 
 /* What no key says alone: the keys together. Returns the errors. */
@@ -325,12 +354,14 @@ static int cfg_check(const struct nsl_config *cfg, bool cost_budget_given) {
 static int netstacklat_config(struct nsl_config *cfg,
                               const oconfig_item_t *ci) {
   int errors = 0;
-  bool seen[NSEEN] = {0};
-  for (int i = 0; i < ci->children_num; i++)
-    if (cfg_key(cfg, &ci->children[i], seen))
+  bool seen[NKEYS] = {0};
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    if (cfg_key(cfg, c, cfg_key_find(&nsl_keys, c, seen)))
       errors++;
+  }
   if (!errors)
-    errors = cfg_check(cfg, seen[SEEN_COST_BUDGET]);
+    errors = cfg_check(cfg, seen[K_COST_BUDGET]);
   return errors ? -1 : 0;
 }
 

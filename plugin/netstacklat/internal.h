@@ -143,6 +143,8 @@ extern const char *const nsl_hook_names[NSL_NHOOKS];
 
 /* The block, and the names its values are dispatched under. Returns 0 or
  * -1 (after an ERROR for each wrong key). */
+/* The <Netstacklat> block's keys (config.c). */
+extern const struct cfg_block nsl_keys;
 int nsl_configure(struct nsl_state *s, const oconfig_item_t *ci);
 
 /* Back to the defaults, as before any configuration (at shutdown). */

@@ -159,6 +159,7 @@ const struct ebpf_feature feature_netstacklat = {
     .block = "Netstacklat",
     .name = FEATURE,
     .config = netstacklat_config_entry,
+    .keys = &nsl_keys,
     .init = netstacklat_init,
     .read = netstacklat_read,
     .shutdown = netstacklat_shutdown,

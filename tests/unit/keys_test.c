@@ -135,7 +135,8 @@ static int check_item(const struct cfg_block *blk, const struct cfg_key *k,
     FAILF("man page, <%s> %s: \"Default: %s\", the code's is \"%s\"",
           blk->name, k->name, got, want);
   const char *r = strstr(text, "\nRange: ");
-  if (k->kind == CK_INT || k->kind == CK_SECONDS) {
+  if (k->kind == CK_INT || k->kind == CK_SECONDS ||
+      (k->kind == CK_OTHER && k->min < k->max)) {
     double lo, hi;
     if (!r || sscanf(r, "\nRange: %lf to %lf", &lo, &hi) != 2)
       FAILF("man page, <%s> %s: no \"Range: <min> to <max>.\" line",
