@@ -154,7 +154,7 @@ void nsl_config_free(struct nsl_config *cfg);
 
 /* Everything the object is opened with (namespace, hooks, the Cgroup
  * filter's way, GroupBy cgroup's slots, the clock). Returns 0, or a
- * negative errno after one WARNING (ERROR for a wrong test switch). */
+ * negative errno that the log has said (but -ENOMEM). */
 int nsl_prepare(struct nsl_state *s);
 
 /* The loader's run: the number of hooks attached, or a negative errno
