@@ -2,6 +2,8 @@
 /* Latency histogram maths. See hist.h. */
 #include "common/hist.h"
 
+#include <float.h>
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -147,9 +149,16 @@ double hist_quantile_ns(const uint64_t c[HIST_NFINE], double q) {
   /* The integer rank s = max(1, ceil(r)) selects the bucket exactly:
    * cumulative counts are integers, so "cum >= r" is "cum >= ceil(r)", and
    * for r == 0 the first non-empty bucket is the one reaching 1. Using an
-   * integer comparison keeps this exact even when n exceeds 2^53. */
+   * integer comparison keeps this exact even when n exceeds 2^53. A
+   * quantile comes from a percentile (99.9 / 100 is 0.99900000000000011)
+   * and r is then a hair above the integer it means (999.0000000000001
+   * of 1000 events): ceil() of that is the next rank, the maximum instead
+   * of p99.9. So r is taken a few ulps lower before ceil(), where a few
+   * ulps are less than half a rank (below 2^48 events or so; past that a
+   * double holds no exact rank anyway). */
   uint64_t s;
-  double cr = ceil(r);
+  double ulps = 8 * DBL_EPSILON * r;
+  double cr = ceil(q < 1 && ulps < 0.5 ? r - ulps : r);
   if (cr < 1)
     s = 1;
   else if (cr >= (double)n) /* also catches (double)n rounding above n */

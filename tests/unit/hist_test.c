@@ -388,6 +388,36 @@ DEF_TEST(quantile_empty_and_edges) {
   return 0;
 }
 
+/* A quantile as the plugin asks for it, a percentile / 100: 99.9 / 100 is
+ * 0.99900000000000011, and 1000 events times it is 999.0000000000001,
+ * whose ceil() is the maximum's rank, not the 999th (seen in the full
+ * run: p99.9 of 1000 reads read at the longest when the two longest were
+ * in different buckets). Every percentile of 1 to 4 decimals, and counts
+ * that make q n an integer. */
+DEF_TEST(quantile_rank_of_a_percentile) {
+  static const uint64_t counts[] = {10, 100, 1000, 10000, 100000, 1000000};
+  for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+    uint64_t n = counts[k];
+    for (unsigned tenth = 1; tenth < 10000; tenth++) {
+      double pct = tenth / 100.0; /* 0.01 ... 99.99 */
+      double exact = pct / 100.0 * (double)n;
+      uint64_t rank = (uint64_t)llround(exact);
+      if (fabs(exact - (double)rank) > 1e-6 || rank == 0 || rank >= n)
+        continue; /* q n not an integer: no tie to break */
+      /* rank events low, the others far above: the rank-th is low */
+      uint64_t c[HIST_NFINE] = {0};
+      c[hist_fine_of(2000)] = rank;
+      c[hist_fine_of(40000000)] = n - rank;
+      double e = hist_quantile_ns(c, pct / 100.0);
+      if (e > 2000 * 1.1)
+        FAILF("p%g of %llu events (the %llu-th of %llu low): %g ns, a higher "
+              "rank's bucket", pct, (unsigned long long)n,
+              (unsigned long long)rank, (unsigned long long)rank, e);
+    }
+  }
+  return 0;
+}
+
 /* Events at or below a bound, and bounds rounded to fine edges. */
 DEF_TEST(at_or_below_and_edges) {
   uint64_t c[HIST_NFINE] = {0};
@@ -425,6 +455,7 @@ int main(void) {
   RUN_TEST(total_and_wrapping_delta);
   RUN_TEST(quantile_property_many_distributions);
   RUN_TEST(quantile_empty_and_edges);
+  RUN_TEST(quantile_rank_of_a_percentile);
   RUN_TEST(at_or_below_and_edges);
   END_TEST;
 }
