@@ -20,6 +20,20 @@ int cfg_key_find(const struct cfg_block *b, const oconfig_item_t *ci,
   return -1;
 }
 
+int cfg_block_walk(const struct cfg_block *b, const oconfig_item_t *ci,
+                   bool *seen,
+                   int (*one)(void *ctx, const oconfig_item_t *c, int k),
+                   void *ctx) {
+  int errors = 0;
+  for (int i = 0; i < ci->children_num; i++) {
+    const oconfig_item_t *c = &ci->children[i];
+    int k = cfg_key_find(b, c, seen);
+    if (k < 0 || one(ctx, c, k))
+      errors++;
+  }
+  return errors;
+}
+
 int cfg_key_bool(const struct cfg_key *k, const oconfig_item_t *ci, bool *out) {
   (void)k;
   return cfg_bool(ci, out);

@@ -44,6 +44,14 @@ struct cfg_block {
 int cfg_key_find(const struct cfg_block *b, const oconfig_item_t *ci,
                  bool *seen);
 
+/* Every key of the block ci: each found (cfg_key_find()) and handed to
+ * one(ctx, key's item, row index). Returns how many failed (an ERROR each
+ * logged). */
+int cfg_block_walk(const struct cfg_block *b, const oconfig_item_t *ci,
+                   bool *seen,
+                   int (*one)(void *ctx, const oconfig_item_t *c, int k),
+                   void *ctx);
+
 /* The value of a CK_BOOL, CK_INT, CK_SECONDS or CK_STRING(S) row, checked
  * against the row (ERROR naming key, block and what was expected). */
 int cfg_key_bool(const struct cfg_key *k, const oconfig_item_t *ci, bool *out);

@@ -80,7 +80,8 @@ static int cfg_ignore(const oconfig_item_t *c) {
   return st;
 }
 
-static int config_key(const oconfig_item_t *c, int k) {
+static int config_key(void *ctx, const oconfig_item_t *c, int k) {
+  (void)ctx;
   switch (k) {
   case K_NETNS:
     return cfg_string(c, &cfg.netns);
@@ -97,14 +98,9 @@ static int config_key(const oconfig_item_t *c, int k) {
 }
 
 static int drops_config(const oconfig_item_t *ci) {
-  int errors = 0;
   bool seen[NKEYS] = {0};
   cfg_defaults();
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    if (config_key(c, cfg_key_find(&block, c, seen)))
-      errors++;
-  }
+  int errors = cfg_block_walk(&block, ci, seen, config_key, NULL);
   if (!errors && seen[K_LIMIT] && !cfg.notify) {
     E_ERROR("option \"DropLimit\" in block <" BLOCK "> needs "
             "DropNotifications true.");

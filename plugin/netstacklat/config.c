@@ -288,7 +288,8 @@ static int cfg_sample_every(struct nsl_config *cfg, const oconfig_item_t *c) {
 }
 
 /* One key of the block: 0, or not 0 after an ERROR. */
-static int cfg_key(struct nsl_config *cfg, const oconfig_item_t *c, int k) {
+static int cfg_key(void *ctx, const oconfig_item_t *c, int k) {
+  struct nsl_config *cfg = ctx;
   static const char *const groupby[] = {"none", "cgroup", "interface"};
   switch (k) {
   case K_HOOKS:
@@ -353,13 +354,8 @@ static int cfg_check(const struct nsl_config *cfg, bool cost_budget_given) {
 
 static int netstacklat_config(struct nsl_config *cfg,
                               const oconfig_item_t *ci) {
-  int errors = 0;
   bool seen[NKEYS] = {0};
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    if (cfg_key(cfg, c, cfg_key_find(&nsl_keys, c, seen)))
-      errors++;
-  }
+  int errors = cfg_block_walk(&nsl_keys, ci, seen, cfg_key, cfg);
   if (!errors)
     errors = cfg_check(cfg, seen[K_COST_BUDGET]);
   return errors ? -1 : 0;

@@ -90,7 +90,8 @@ static const struct cfg_key keys[NKEYS] = {
 };
 const struct cfg_block pressure_keys = {"Pressure", keys, NKEYS};
 
-static int config_key(const oconfig_item_t *c, int k) {
+static int config_key(void *ctx, const oconfig_item_t *c, int k) {
+  (void)ctx;
   switch (k) {
   case K_HOST:
     return cfg_key_bool(&keys[k], c, &cfg.host);
@@ -105,14 +106,9 @@ static int config_key(const oconfig_item_t *c, int k) {
 }
 
 int pressure_config(const oconfig_item_t *ci) {
-  int errors = 0;
   bool seen[NKEYS] = {0};
   cfg.host = cfg_key_default(&pressure_keys, K_HOST) != 0;
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    if (config_key(c, cfg_key_find(&pressure_keys, c, seen)))
-      errors++;
-  }
+  int errors = cfg_block_walk(&pressure_keys, ci, seen, config_key, NULL);
   if (!errors && !cfg.host && cfg.ncgroups == 0) {
     E_ERROR("block <Pressure> has \"Host false\" and no \"Cgroup\": nothing "
             "to read.");

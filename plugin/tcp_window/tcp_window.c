@@ -64,7 +64,8 @@ static void cfg_defaults(void) {
 
 /* ---------------------------------------------------------------- config */
 
-static int config_key(const oconfig_item_t *c, int k) {
+static int config_key(void *ctx, const oconfig_item_t *c, int k) {
+  (void)ctx;
   switch (k) {
   case K_THRESHOLD:
     return cfg_key_int(&keys[k], c, &cfg.threshold);
@@ -87,14 +88,9 @@ static int config_key(const oconfig_item_t *c, int k) {
 }
 
 static int tcp_window_config(const oconfig_item_t *ci) {
-  int errors = 0;
   bool seen[NKEYS] = {0};
   cfg_defaults();
-  for (int i = 0; i < ci->children_num; i++) {
-    const oconfig_item_t *c = &ci->children[i];
-    if (config_key(c, cfg_key_find(&block, c, seen)))
-      errors++;
-  }
+  int errors = cfg_block_walk(&block, ci, seen, config_key, NULL);
   if (!errors && cfg.stalled && cfg.netns && !strcasecmp(cfg.netns, "all")) {
     E_ERROR("option \"NetworkNamespace\" \"all\" in block <" BLOCK "> "
             "needs \"StalledReceivers false\": sock_diag reads one "
