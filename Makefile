@@ -123,6 +123,7 @@ help:
 	@echo "make fuzz       libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make check-asan / check-valgrind / check-lifecycle / soak   docs/reliability.md"
 	@echo "make deb / rpm / lintian / rpmlint / man / graphs            packages and graphs"
+	@echo "make selinux    the SELinux policy module build/selinux/collectd_ebpf.pp (docs/selinux.md)"
 	@echo "V=1             show full commands"
 
 # ------------------------------------------------------------------ BPF side
