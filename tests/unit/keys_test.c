@@ -46,17 +46,6 @@ DEF_TEST(rows_sound) {
 
 /* ---- the man page ---- */
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  static char buf[1 << 21];
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  return strdup(buf);
-}
-
 /* The =head1 section of a block: "GLOBAL OPTIONS" for <Plugin ebpf>, the
  * block's name in capitals for the others; [start, end). */
 static bool section(char *pod, const char *block, char **start, char **end) {
@@ -155,7 +144,7 @@ static int check_item(const struct cfg_block *blk, const struct cfg_key *k,
 }
 
 DEF_TEST(man_page) {
-  char *pod = slurp("docs/collectd-ebpf.pod");
+  char *pod = tl_slurp("docs/collectd-ebpf.pod");
   CHECK(pod != NULL);
   static char names[64][64];
   static char *body[64];
@@ -233,7 +222,7 @@ static void unquote(const char *in, char *out, size_t len) {
 }
 
 DEF_TEST(snippet) {
-  char *conf = slurp("collectd.conf.d/ebpf.conf");
+  char *conf = tl_slurp("collectd.conf.d/ebpf.conf");
   CHECK(conf != NULL);
   const struct cfg_block *blk = &ebpf_global_keys;
   bool named[NBLOCKS][64] = {{0}};
@@ -321,7 +310,7 @@ static bool is_ours_or_known(const char *w) {
 }
 
 DEF_TEST(readme) {
-  char *md = slurp("README.md");
+  char *md = tl_slurp("README.md");
   CHECK(md != NULL);
   int keys = 0;
   for (char *p = strchr(md, '`'); p; p = strchr(p + 1, '`')) {

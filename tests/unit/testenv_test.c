@@ -10,17 +10,6 @@
 #include "mock_collectd.h"
 #include "testlib.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  static char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  return strdup(buf);
-}
-
 DEF_TEST(choices) {
   setenv("EBPF_TEST_STALLED_SCAN", "marks", 1);
   CHECK_EQ_STR("marks", test_switch(TEST_STALLED_SCAN));
@@ -42,7 +31,7 @@ DEF_TEST(choices) {
 /* Every switch has a row in docs/development.md naming the tests that set
  * it, and each of those files does set it. */
 DEF_TEST(docs_rows) {
-  char *doc = slurp("docs/development.md");
+  char *doc = tl_slurp("docs/development.md");
   CHECK(doc != NULL);
   for (int s = 0; s < TEST_SWITCHES; s++) {
     char head[96];
@@ -63,7 +52,7 @@ DEF_TEST(docs_rows) {
         break;
       if (strncmp(path, "tests/", 6) && strncmp(path, "bench/", 6))
         continue;
-      char *src = slurp(path);
+      char *src = tl_slurp(path);
       if (!src || !strstr(src, test_switches[s].name))
         FAILF("%s: %s is named as its user but does not set it",
               test_switches[s].name, path);
@@ -101,7 +90,7 @@ static int scan_dir(const char *dir, int *bad) {
       continue;
     if (!strcmp(path, "plugin/core/testenv.c"))
       continue;
-    char *src = slurp(path);
+    char *src = tl_slurp(path);
     if (src && strstr(src, "getenv(")) {
       printf("  %s calls getenv(): test switches go through testenv.h\n", path);
       (*bad)++;

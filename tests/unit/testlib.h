@@ -68,4 +68,31 @@ static const char *tl_prog = "unit";
       FAILF("%s = %.9g, want %.9g (+-%g)", #got, g_, w_, (double)(tol));       \
   } while (0)
 
+/* A whole text file (the docs and sources some tests hold to the code),
+ * NUL-terminated and malloc'd; NULL when it cannot be read. Paths are from
+ * the top of the tree, where tests/run runs the tests. */
+static inline char *tl_slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0, n;
+  do {
+    if (len + 4096 + 1 > cap) {
+      char *b = realloc(buf, cap = 2 * cap + 4096 + 1);
+      if (!b) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = b;
+    }
+    n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+  } while (n > 0);
+  fclose(f);
+  buf[len] = 0;
+  return buf;
+}
+
 #endif
