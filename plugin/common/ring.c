@@ -81,9 +81,9 @@ void ebpf_ring_note(struct ebpf_ring *r, const char *what, const char *then) {
     else
       snprintf(why, sizeof(why), "its time budget of %.2f s",
                (double)ebpf_ring_budget_ns() / 1e9);
-    E_WARNING("%s: a read stopped after %llu records (%s), the "
-              "notification plugins being slower than the records come; "
-              "the rest wait in the ring buffer for the next read, and %s.",
+    E_WARNING("%s: a read stopped after %llu records (%s), to return "
+              "within its interval; the rest wait in the ring buffer for "
+              "the next read, and %s.",
               what, (unsigned long long)r->n, why, then);
   } else if (!r->stopped && r->warned) {
     r->warned = false;
