@@ -244,6 +244,15 @@ $(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
 
 TEST_HELPERS += $(BUILD)/tests/noclockadj
 
+# A notification plugin that sleeps per notification
+# (test_slow_consumers): a collectd plugin of the test's own.
+$(BUILD)/tests/slow_notify.so: tests/helpers/slow_notify.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) -fPIC -shared -DHAVE_CONFIG_H \
+		-I$(COLLECTD_INC) $< -o $@
+
+TEST_HELPERS += $(BUILD)/tests/slow_notify.so
+
 # `make run`'s loopback traffic and drops (tests/run-collectd; test_run).
 RUN_TRAFFIC := $(BUILD)/tests/run_traffic
 $(RUN_TRAFFIC): tests/helpers/run_traffic.c | $(BUILD)/tests
