@@ -33,12 +33,15 @@ static int st_want_cmp(const void *a, const void *b) {
  * /proc/<pid>/fd (whatever network namespace the socket lives in), until
  * every inode is found or st_scan_max entries have been looked at. The
  * first process found is the owner (a socket shared after fork has
- * several). Returns the number of entries looked at. */
-static size_t st_owners(struct st_cand *c, size_t n) {
+ * several); nothing is kept per descriptor, so the memory is the
+ * candidates' whatever the processes hold. Returns the number of entries
+ * looked at; *missed: the inodes not found when the cap stopped it. */
+static size_t st_owners(struct st_cand *c, size_t n, size_t *missed) {
   struct st_want *w = malloc(n * sizeof(*w));
   if (!w)
     return 0;
   size_t nw = 0, found = 0, looked = 0;
+  *missed = 0;
   for (size_t i = 0; i < n; i++)
     if (c[i].s.inode) /* 0: no file refers to it (orphaned) */
       w[nw++] = (struct st_want){.inode = c[i].s.inode, .i = (uint32_t)i};
@@ -83,13 +86,15 @@ static size_t st_owners(struct st_cand *c, size_t n) {
   }
   if (proc)
     closedir(proc);
+  if (looked >= st_scan_max)
+    *missed = nw - found;
   free(w);
   return looked;
 }
 
 /* The owners by the BPF task_file iterator (plugin/common/owners.c), where it
  * loads: host pids, the cgroup's full path from the kernel, no cap on the
- * descriptors looked at. Else the /proc scan below. */
+ * descriptors looked at, one record per socket. Else the /proc scan. */
 struct cands {
   struct st_cand *c;
   size_t n;
@@ -111,9 +116,20 @@ static void st_owners_cb(const struct owner *o, void *arg) {
   }
 }
 
+/* The /proc scan, and one INFO line when its cap left sockets out (at most
+ * one a read: the look-up runs once a read, for the newly stalled). */
+static void st_owners_proc(struct st_cand *c, size_t n) {
+  size_t missed;
+  size_t looked = st_owners(c, n, &missed);
+  if (missed)
+    E_INFO(FEATURE ": the owner lookup in /proc stopped after %zu "
+           "descriptors: %zu stalled receivers get no owner this time.",
+           looked, missed);
+}
+
 void tcpw_owners_find(struct st_cand *c, size_t n) {
   if (!owners_ready()) {
-    st_owners(c, n);
+    st_owners_proc(c, n);
     return;
   }
   uint64_t *inodes = malloc((n ? n : 1) * sizeof(*inodes));
@@ -122,13 +138,19 @@ void tcpw_owners_find(struct st_cand *c, size_t n) {
   for (size_t i = 0; i < n; i++)
     inodes[i] = c[i].s.inode;
   struct cands a = {.c = c, .n = n};
-  int r = owners_find(inodes, n, st_owners_cb, &a);
+  struct owners_left left;
+  int r = owners_find(inodes, n, st_owners_cb, &a, &left);
   free(inodes);
   if (r < 0) {
     E_NOTICE(FEATURE ": the owners of stalled receivers could not be looked "
              "up by the BPF iterator (%s): /proc this time.",
              ERRSTR(r));
-    st_owners(c, n);
+    st_owners_proc(c, n);
+  } else if (left.fds) {
+    E_INFO(FEATURE ": the owner lookup named the first process holding each "
+           "of %d stalled receivers and left out %llu further descriptors, "
+           "in %llu further processes, that refer to them.",
+           r, (unsigned long long)left.fds, (unsigned long long)left.procs);
   }
 }
 
