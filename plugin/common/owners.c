@@ -110,10 +110,7 @@ int owners_parse(const void *buf, size_t len,
                        .pid_ns = r.pid_ns,
                        .cgroup = path};
     memcpy(ow.comm, r.comm, sizeof(r.comm));
-    ow.comm[16] = 0;
-    for (char *c = ow.comm; *c; c++)
-      if ((unsigned char)*c < ' ' || *c == 0x7f)
-        *c = '?';
+    ow.comm[16] = 0; /* its bytes as they are: escaped where shown */
     cb(&ow, arg);
     reported++;
   }

@@ -148,18 +148,20 @@ static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
   return n;
 }
 
-/* comm (control characters as '?', as ps shows them) and the cgroup2
- * path named by the shared rule ("root" for the root cgroup). */
+/* comm (its bytes as they are: the notification escapes them, base.h)
+ * and the cgroup2 path named by the shared rule ("root" for the root
+ * cgroup). */
 void tcpw_owners_describe(struct st_entry *e) {
   char buf[4096];
   e->comm[0] = e->cgroup[0] = 0;
   if (e->pid <= 0)
     return;
   if (st_proc_read(e->pid, "comm", buf, sizeof(e->comm)) > 0) {
-    buf[strcspn(buf, "\n")] = 0;
-    for (char *p = buf; *p; p++)
-      if ((unsigned char)*p < ' ' || *p == 0x7f)
-        *p = '?';
+    /* /proc ends it with a newline: only that one goes, a comm may hold
+     * newlines of its own. */
+    size_t cl = strlen(buf);
+    if (cl && buf[cl - 1] == '\n')
+      buf[cl - 1] = 0;
     memcpy(e->comm, buf, strlen(buf) + 1);
   }
   if (st_proc_read(e->pid, "cgroup", buf, sizeof(buf)) > 0) {
