@@ -114,10 +114,7 @@ static int parse_one(const char *p, struct pass *ps) {
                      .pid_ns = r.pid_ns,
                      .cgroup = path};
   memcpy(ow.comm, r.comm, sizeof(r.comm));
-  ow.comm[16] = 0;
-  for (char *c = ow.comm; *c; c++)
-    if ((unsigned char)*c < ' ' || *c == 0x7f)
-      *c = '?';
+  ow.comm[16] = 0; /* its bytes as they are: escaped where shown */
   ps->cb(&ow, ps->arg);
   ps->reported++;
   return 0;

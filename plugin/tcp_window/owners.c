@@ -37,11 +37,11 @@ static int st_want_cmp(const void *a, const void *b) {
  * candidates' whatever the processes hold. Returns the number of entries
  * looked at; *missed: the inodes not found when the cap stopped it. */
 static size_t st_owners(struct st_cand *c, size_t n, size_t *missed) {
+  *missed = 0;
   struct st_want *w = malloc(n * sizeof(*w));
   if (!w)
     return 0;
   size_t nw = 0, found = 0, looked = 0;
-  *missed = 0;
   for (size_t i = 0; i < n; i++)
     if (c[i].s.inode) /* 0: no file refers to it (orphaned) */
       w[nw++] = (struct st_want){.inode = c[i].s.inode, .i = (uint32_t)i};
@@ -119,7 +119,7 @@ static void st_owners_cb(const struct owner *o, void *arg) {
 /* The /proc scan, and one INFO line when its cap left sockets out (at most
  * one a read: the look-up runs once a read, for the newly stalled). */
 static void st_owners_proc(struct st_cand *c, size_t n) {
-  size_t missed;
+  size_t missed = 0;
   size_t looked = st_owners(c, n, &missed);
   if (missed)
     E_INFO(FEATURE ": the owner lookup in /proc stopped after %zu "
@@ -170,18 +170,20 @@ static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
   return n;
 }
 
-/* comm (control characters as '?', as ps shows them) and the cgroup2
- * path named by the shared rule ("root" for the root cgroup). */
+/* comm (its bytes as they are: the notification escapes them, base.h)
+ * and the cgroup2 path named by the shared rule ("root" for the root
+ * cgroup). */
 void tcpw_owners_describe(struct st_entry *e) {
   char buf[4096];
   e->comm[0] = e->cgroup[0] = 0;
   if (e->pid <= 0)
     return;
   if (st_proc_read(e->pid, "comm", buf, sizeof(e->comm)) > 0) {
-    buf[strcspn(buf, "\n")] = 0;
-    for (char *p = buf; *p; p++)
-      if ((unsigned char)*p < ' ' || *p == 0x7f)
-        *p = '?';
+    /* /proc ends it with a newline: only that one goes, a comm may hold
+     * newlines of its own. */
+    size_t cl = strlen(buf);
+    if (cl && buf[cl - 1] == '\n')
+      buf[cl - 1] = 0;
     memcpy(e->comm, buf, strlen(buf) + 1);
   }
   if (st_proc_read(e->pid, "cgroup", buf, sizeof(buf)) > 0) {

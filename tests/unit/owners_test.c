@@ -116,7 +116,7 @@ DEF_TEST(records_parsed) {
     CHECK(left.fds == 2 && left.procs == 0);
     CHECK(g.o[0].inode == 77 && g.o[0].pid == 4242 && g.o[0].ns_pid == 1 &&
           g.o[0].pid_ns == 4026532000u);
-    CHECK_EQ_STR("rcv?", g.o[0].comm);
+    CHECK_EQ_STR("rcv\x01", g.o[0].comm); /* as it is: escaped where shown */
     CHECK_EQ_STR("/kubepods.slice/kubepods-burstable.slice/"
                  "kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901"
                  ".slice/cri-containerd-4d1f0b5a9c3e.scope",

@@ -7,6 +7,7 @@
 #include "testlib.h"
 
 #include "../../plugin/common/ring.c"
+#include "../../plugin/core/esc.c" /* its log lines */
 #include "mock_collectd.h"
 
 #include <bpf/bpf.h>
