@@ -27,6 +27,7 @@
 
 #include "drops/drops.h"
 #include "common/rate_limit.h"
+#include "common/sk_addr.h"
 
 /* Set by user space before load. */
 const volatile __u32 targ_netns = 0;     /* 0: every network namespace */
@@ -237,13 +238,7 @@ static __always_inline void notify(struct sk_buff *skb, struct sock *rx_sk,
       ev.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
       ev.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
       ev.has_ports = 1;
-      if (family == 2) {
-        bpf_core_read(ev.laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-        bpf_core_read(ev.raddr, 4, &sk->__sk_common.skc_daddr);
-      } else {
-        bpf_core_read(ev.laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-        bpf_core_read(ev.raddr, 16, &sk->__sk_common.skc_v6_daddr);
-      }
+      sk_addrs(sk, family, ev.laddr, ev.raddr);
     }
   }
   if (!sk && !ev.has_ports)

@@ -61,13 +61,7 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   r->family = (__u8)family;
   r->sport = RD(probed, sk, __sk_common.skc_num);
   r->dport = bpf_ntohs(RD(probed, sk, __sk_common.skc_dport));
-  if (family == 2 /* AF_INET */) {
-    bpf_core_read(r->src, 4, &sk->__sk_common.skc_rcv_saddr);
-    bpf_core_read(r->dst, 4, &sk->__sk_common.skc_daddr);
-  } else {
-    bpf_core_read(r->src, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-    bpf_core_read(r->dst, 16, &sk->__sk_common.skc_v6_daddr);
-  }
+  sk_addrs(sk, family, r->src, r->dst);
   bpf_ringbuf_submit(r, 0);
 }
 

@@ -17,6 +17,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "common/entry_stack.h"
+#include "common/sk_addr.h"
 #include "netstacklat/netstacklat.h"
 #include "tcp_window/tcp_window.h"
 

@@ -13,6 +13,7 @@
 #define NSL_OUTLIER_H
 
 #include "common/rate_limit.h"
+#include "common/sk_addr.h"
 
 /* OutlierThreshold: the records (64 KiB; one page when off, set before
  * load), the host-wide rate limit, and the events above the threshold that
@@ -126,13 +127,7 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
     o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
     o->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
     o->has_ports = 1;
-    if (family == 2) {
-      bpf_core_read(o->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-      bpf_core_read(o->raddr, 4, &sk->__sk_common.skc_daddr);
-    } else {
-      bpf_core_read(o->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-      bpf_core_read(o->raddr, 16, &sk->__sk_common.skc_v6_daddr);
-    }
+    sk_addrs(sk, family, o->laddr, o->raddr);
   }
   if (sk) {
     o->qlen = BPF_CORE_READ(sk, sk_receive_queue.qlen);
