@@ -204,10 +204,10 @@ $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
 # (probe.c) and libbpf's log (libbpf_log.c).
 LOADER_OBJS := $(addprefix $(BUILD)/plugin/common/,loader.o probe.o libbpf_log.o)
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/core/esc.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o -o $@ -lbpf -lelf -lz -lm
+		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/core/esc.o -o $@ -lbpf -lelf -lz -lm
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.
@@ -243,6 +243,15 @@ $(BUILD)/tests/noclockadj: tests/helpers/noclockadj.c | $(BUILD)/tests
 	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) $< -o $@
 
 TEST_HELPERS += $(BUILD)/tests/noclockadj
+
+# A notification plugin that sleeps per notification
+# (test_slow_consumers): a collectd plugin of the test's own.
+$(BUILD)/tests/slow_notify.so: tests/helpers/slow_notify.c | $(BUILD)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 $(WARN) -fPIC -shared -DHAVE_CONFIG_H \
+		-I$(COLLECTD_INC) $< -o $@
+
+TEST_HELPERS += $(BUILD)/tests/slow_notify.so
 
 # `make run`'s loopback traffic and drops (tests/run-collectd; test_run).
 RUN_TRAFFIC := $(BUILD)/tests/run_traffic

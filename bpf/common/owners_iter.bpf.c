@@ -7,7 +7,11 @@
  * and the full path of its cgroup2 directory from the hierarchy's root,
  * whatever the cgroup namespace of the process or of collectd. No cap on
  * the files looked at, no /proc walk: the kernel skips the threads that
- * share their process's file table. */
+ * share their process's file table. One record per wanted socket, for the
+ * first process found holding it (in pid order: the walk's): a tenant who
+ * dup()s a socket to its descriptor limit in many processes adds to the
+ * walk's time, not to what is written (each record is 4 KiB); what is left
+ * out is counted for user space to say. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -19,12 +23,19 @@
 
 /* Set by user space: skip every file while nothing is looked for. */
 __u32 owners_nwant = 0;
+/* What a pass left out, zeroed by user space before it: the descriptors
+ * that refer to a socket already reported (the first process's others
+ * too), and the processes other than the first that hold one. */
+__u64 owners_more_fds = 0;
+__u64 owners_more_procs = 0;
 
+/* The socket inodes looked for: 0 until one is reported, then the tgid of
+ * the last process seen holding it (a process's files come together). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, OWNERS_WANT_MAX);
   __type(key, __u64);
-  __type(value, __u8);
+  __type(value, __u32);
 } owners_want SEC(".maps");
 
 /* A name's block: off the stack (512 bytes is all a program has). */
@@ -67,8 +78,18 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
   if (!ino || (ino->i_mode & S_IFMT) != S_IFSOCK)
     return 0;
   __u64 inum = ino->i_ino;
-  if (!bpf_map_lookup_elem(&owners_want, &inum))
+  __u32 *seen = bpf_map_lookup_elem(&owners_want, &inum);
+  if (!seen)
     return 0;
+  __u32 tgid = task->tgid;
+  if (*seen) {
+    owners_more_fds++;
+    if (*seen != tgid) {
+      owners_more_procs++;
+      *seen = tgid;
+    }
+    return 0;
+  }
 
   __u32 zero = 0;
   struct owners_name *nm = bpf_map_lookup_elem(&owners_scratch, &zero);
@@ -76,7 +97,7 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
     return 0;
   struct owners_rec r = {};
   r.inode = inum;
-  r.tgid = task->tgid;
+  r.tgid = tgid;
   /* The pid namespace the process lives in, and its number there. */
   struct pid *pid = BPF_CORE_READ(task, thread_pid);
   unsigned int level = BPF_CORE_READ(pid, level);
@@ -109,7 +130,7 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
     k = p;
   }
   r.depth = depth;
-  bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+  long bad = bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
   /* OWNERS_DEPTH_MAX blocks, the first depth of them the names (a fixed
    * count unrolls; a name is read up to its NUL, and what follows it in
    * the block is left from a longer one). */
@@ -118,8 +139,12 @@ int owners_scan(struct bpf_iter__task_file *ctx) {
     nm->s[0] = 0;
     if (i < depth)
       bpf_probe_read_kernel_str(nm->s, sizeof(nm->s), BPF_CORE_READ(lv[i], name));
-    bpf_seq_write(ctx->meta->seq, nm->s, sizeof(nm->s));
+    bad |= bpf_seq_write(ctx->meta->seq, nm->s, sizeof(nm->s));
   }
+  /* A record that did not fit in the seq_file's buffer is dropped, and the
+   * same file is shown again at the next read(): reported once written. */
+  if (!bad)
+    *seen = tgid ? tgid : 1;
   return 0;
 }
 

@@ -11,8 +11,9 @@
 #define OWNERS_DEPTH_MAX 16  /* cgroup levels named, from the leaf up */
 #define OWNERS_NAME_MAX 256  /* a cgroup directory name, with its NUL */
 
-/* One record per file of a process that is a socket user space looks for:
- * this header, then OWNERS_DEPTH_MAX blocks of OWNERS_NAME_MAX bytes, the
+/* One record per socket user space looks for, from the first process found
+ * holding it (further descriptors and processes are only counted): this
+ * header, then OWNERS_DEPTH_MAX blocks of OWNERS_NAME_MAX bytes, the
  * first `depth` of them the names of the process's cgroup2 directories
  * from the leaf up to (not including) the root, each up to its NUL;
  * `truncated` when the cgroup is deeper than OWNERS_DEPTH_MAX. */
@@ -26,5 +27,9 @@ struct owners_rec {
   __u16 truncated;
   char comm[16];
 };
+
+/* A whole record: the header and its name blocks (4,144 bytes). */
+#define OWNERS_REC_LEN \
+  (sizeof(struct owners_rec) + OWNERS_DEPTH_MAX * OWNERS_NAME_MAX)
 
 #endif

@@ -67,7 +67,7 @@ static void log_tail(int sev, char *msg, int lines) {
   if (p > msg)
     p++;
   for (char *line = strtok(p, "\n"); line; line = strtok(NULL, "\n"))
-    plugin_log(sev, LOG_PREFIX "libbpf: | %s", line);
+    ebpf_log(sev, LOG_PREFIX "libbpf: | %s", line);
 }
 
 static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
@@ -104,12 +104,12 @@ static int libbpf_to_collectd(enum libbpf_print_level level, const char *fmt,
   if (nl) { /* a verifier log: the first line and the reason at the end */
     last_lines(nl + 1, 2, log_verdict, sizeof(log_verdict));
     *nl = 0;
-    plugin_log(sev, LOG_PREFIX "%s%s", strncmp(msg, "libbpf: ", 8) ? "libbpf: " : "", msg);
+    ebpf_log(sev, LOG_PREFIX "%s%s", strncmp(msg, "libbpf: ", 8) ? "libbpf: " : "", msg);
     log_tail(sev, nl + 1, 6);
     return (int)n;
   }
-  plugin_log(sev, LOG_PREFIX "%s%s",
-             strncmp(msg, "libbpf: ", 8) == 0 ? "" : "libbpf: ", msg);
+  ebpf_log(sev, LOG_PREFIX "%s%s",
+           strncmp(msg, "libbpf: ", 8) == 0 ? "" : "libbpf: ", msg);
   return (int)n;
 }
 

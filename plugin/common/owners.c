@@ -56,122 +56,147 @@ fail:
   return err ? err : -EINVAL;
 }
 
-int owners_parse(const void *buf, size_t len,
-                 void (*cb)(const struct owner *o, void *arg), void *arg) {
-  const char *p = buf, *end = p + len;
-  /* Each inode once: the first process found holds it. */
-  uint64_t *seen = NULL;
-  size_t nseen = 0, cap = 0;
-  int reported = 0;
-  char path[OWNERS_DEPTH_MAX * OWNERS_NAME_MAX + 8];
-  while (p < end) {
-    struct owners_rec r;
-    if ((size_t)(end - p) < sizeof(r))
-      goto short_buf;
-    memcpy(&r, p, sizeof(r));
-    p += sizeof(r);
-    if (r.depth > OWNERS_DEPTH_MAX ||
-        (size_t)(end - p) < (size_t)OWNERS_DEPTH_MAX * OWNERS_NAME_MAX)
-      goto short_buf;
-    /* The names come leaf first: put them root first. */
-    size_t o = 0;
-    if (r.truncated)
-      o += (size_t)snprintf(path, sizeof(path), "/...");
-    for (int i = (int)r.depth - 1; i >= 0; i--) {
-      const char *name = p + (size_t)i * OWNERS_NAME_MAX;
-      size_t nl = strnlen(name, OWNERS_NAME_MAX - 1);
-      path[o++] = '/';
-      memcpy(path + o, name, nl);
-      o += nl;
-    }
-    if (!o)
-      path[o++] = '/';
-    path[o] = 0;
-    p += (size_t)OWNERS_DEPTH_MAX * OWNERS_NAME_MAX;
-    bool dup = false;
-    for (size_t i = 0; i < nseen && !dup; i++)
-      dup = seen[i] == r.inode;
-    if (dup)
-      continue;
-    if (nseen == cap) {
-      size_t c = cap ? 2 * cap : 16;
-      uint64_t *s = realloc(seen, c * sizeof(*s));
-      if (!s) {
-        free(seen);
-        return -ENOMEM;
-      }
-      seen = s;
-      cap = c;
-    }
-    seen[nseen++] = r.inode;
-    struct owner ow = {.inode = r.inode,
-                       .pid = (int32_t)r.tgid,
-                       .ns_pid = (int32_t)r.ns_pid,
-                       .pid_ns = r.pid_ns,
-                       .cgroup = path};
-    memcpy(ow.comm, r.comm, sizeof(r.comm));
-    ow.comm[16] = 0;
-    for (char *c = ow.comm; *c; c++)
-      if ((unsigned char)*c < ' ' || *c == 0x7f)
-        *c = '?';
-    cb(&ow, arg);
-    reported++;
+_Static_assert(OWNERS_BUF_LEN >= 2 * OWNERS_REC_LEN, "a record fits twice");
+
+struct pass {
+  const uint64_t *want;
+  size_t n;
+  uint8_t *done; /* want[i] reported */
+  void (*cb)(const struct owner *o, void *arg);
+  void *arg;
+  struct owners_left *left;
+  int reported;
+};
+
+static size_t want_find(const uint64_t *w, size_t n, uint64_t v) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (w[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  free(seen);
-  return reported;
-short_buf:
-  free(seen);
-  return -EINVAL;
+  return lo < n && w[lo] == v ? lo : n;
 }
 
-int owners_find(const uint64_t *inodes, size_t n,
-                void (*cb)(const struct owner *o, void *arg), void *arg) {
-  if (!iter_lnk)
-    return -ENOENT;
-  if (n > OWNERS_WANT_MAX)
-    n = OWNERS_WANT_MAX;
-  int mfd = bpf_map__fd(skel->maps.owners_want);
-  uint8_t one = 1;
-  size_t put = 0;
-  int err = 0;
-  for (size_t i = 0; i < n; i++)
-    if (inodes[i] && bpf_map_update_elem(mfd, &inodes[i], &one, BPF_ANY) == 0)
-      put++;
-  if (!put)
+/* One whole record at p (OWNERS_REC_LEN bytes). */
+static int parse_one(const char *p, struct pass *ps) {
+  struct owners_rec r;
+  memcpy(&r, p, sizeof(r));
+  p += sizeof(r);
+  if (r.depth > OWNERS_DEPTH_MAX)
+    return -EINVAL;
+  size_t i = want_find(ps->want, ps->n, r.inode);
+  if (i == ps->n || ps->done[i]) {
+    ps->left->fds++;
     return 0;
-  skel->bss->owners_nwant = (uint32_t)put;
-  char *buf = NULL;
-  size_t have = 0, cap = 0;
-  int fd = bpf_iter_create(bpf_link__fd(iter_lnk));
-  if (fd < 0)
-    err = -errno;
+  }
+  ps->done[i] = 1;
+  /* The names come leaf first: put them root first. */
+  char path[OWNERS_DEPTH_MAX * OWNERS_NAME_MAX + 8];
+  size_t o = 0;
+  if (r.truncated)
+    o += (size_t)snprintf(path, sizeof(path), "/...");
+  for (int d = (int)r.depth - 1; d >= 0; d--) {
+    const char *name = p + (size_t)d * OWNERS_NAME_MAX;
+    size_t nl = strnlen(name, OWNERS_NAME_MAX - 1);
+    path[o++] = '/';
+    memcpy(path + o, name, nl);
+    o += nl;
+  }
+  if (!o)
+    path[o++] = '/';
+  path[o] = 0;
+  struct owner ow = {.inode = r.inode,
+                     .pid = (int32_t)r.tgid,
+                     .ns_pid = (int32_t)r.ns_pid,
+                     .pid_ns = r.pid_ns,
+                     .cgroup = path};
+  memcpy(ow.comm, r.comm, sizeof(r.comm));
+  ow.comm[16] = 0; /* its bytes as they are: escaped where shown */
+  ps->cb(&ow, ps->arg);
+  ps->reported++;
+  return 0;
+}
+
+int owners_drain(int fd, const uint64_t *want, size_t n,
+                 void (*cb)(const struct owner *o, void *arg), void *arg,
+                 struct owners_left *left) {
+  struct owners_left none = {0};
+  struct pass ps = {.want = want, .n = n, .cb = cb, .arg = arg,
+                    .left = left ? left : &none};
+  char *buf = malloc(OWNERS_BUF_LEN);
+  ps.done = calloc(n ? n : 1, 1);
+  int err = buf && ps.done ? 0 : -ENOMEM;
+  size_t have = 0;
   while (!err) {
-    if (cap - have < 65536) {
-      size_t c = cap ? 2 * cap : 1 << 17;
-      char *b = realloc(buf, c);
-      if (!b) {
-        err = -ENOMEM;
-        break;
-      }
-      buf = b;
-      cap = c;
-    }
-    ssize_t k = read(fd, buf + have, cap - have);
-    if (k < 0 && errno == EINTR)
+    ssize_t k = read(fd, buf + have, OWNERS_BUF_LEN - have);
+    /* EAGAIN: the iterator went through a million objects with nothing
+     * to show; the next read goes on from there. */
+    if (k < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
     if (k < 0)
       err = -errno;
+    if (k == 0 && have)
+      err = -EINVAL; /* cut short */
     if (k <= 0)
       break;
     have += (size_t)k;
+    size_t o = 0;
+    for (; !err && have - o >= OWNERS_REC_LEN; o += OWNERS_REC_LEN)
+      err = parse_one(buf + o, &ps);
+    memmove(buf, buf + o, have - o);
+    have -= o;
   }
-  if (fd >= 0)
-    close(fd);
-  skel->bss->owners_nwant = 0;
+  free(buf);
+  free(ps.done);
+  return err ? err : ps.reported;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int owners_find(const uint64_t *inodes, size_t n,
+                void (*cb)(const struct owner *o, void *arg), void *arg,
+                struct owners_left *left) {
+  struct owners_left none;
+  if (!left)
+    left = &none;
+  *left = (struct owners_left){0};
+  if (!iter_lnk)
+    return -ENOENT;
+  uint64_t *want = malloc((n ? n : 1) * sizeof(*want));
+  if (!want)
+    return -ENOMEM;
+  size_t nw = 0, put = 0;
   for (size_t i = 0; i < n; i++)
     if (inodes[i])
-      bpf_map_delete_elem(mfd, &inodes[i]);
-  int found = err ? err : owners_parse(buf, have, cb, arg);
-  free(buf);
+      want[nw++] = inodes[i];
+  qsort(want, nw, sizeof(*want), u64_cmp);
+  int mfd = bpf_map__fd(skel->maps.owners_want);
+  uint32_t zero = 0;
+  for (size_t i = 0; i < nw && put < OWNERS_WANT_MAX; i++)
+    if ((!put || want[put - 1] != want[i]) &&
+        bpf_map_update_elem(mfd, &want[i], &zero, BPF_ANY) == 0)
+      want[put++] = want[i];
+  int found = 0;
+  if (put) {
+    skel->bss->owners_more_fds = 0;
+    skel->bss->owners_more_procs = 0;
+    skel->bss->owners_nwant = (uint32_t)put;
+    int fd = bpf_iter_create(bpf_link__fd(iter_lnk));
+    found = fd < 0 ? -errno : owners_drain(fd, want, put, cb, arg, left);
+    if (fd >= 0)
+      close(fd);
+    skel->bss->owners_nwant = 0;
+    left->fds += skel->bss->owners_more_fds;
+    left->procs += skel->bss->owners_more_procs;
+  }
+  for (size_t i = 0; i < put; i++)
+    bpf_map_delete_elem(mfd, &want[i]);
+  free(want);
   return found;
 }

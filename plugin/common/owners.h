@@ -28,16 +28,34 @@ int owners_init(char *why, size_t len);
 int owners_ready(void);
 void owners_free(void);
 
+/* The iterator's output is read through a buffer of this size. */
+#define OWNERS_BUF_LEN 65536
+
+/* What a pass left out: one owner is named per socket, the first process
+ * found holding it. */
+struct owners_left {
+  uint64_t fds;   /* further descriptors that refer to the sockets named
+                   * (the named process's other ones too) */
+  uint64_t procs; /* further processes holding them */
+};
+
 /* Call cb once for each inode of inodes[0..n) that a process holds, with
  * the first such process (in pid order); the owner's strings live until
- * cb returns. Returns the number of inodes found, or a negative errno. */
+ * cb returns. What was left out goes into *left (may be NULL). Returns the
+ * number of inodes found, or a negative errno. Memory: a fixed buffer of
+ * OWNERS_BUF_LEN and 9 bytes per inode, whatever the processes hold. */
 int owners_find(const uint64_t *inodes, size_t n,
-                void (*cb)(const struct owner *o, void *arg), void *arg);
+                void (*cb)(const struct owner *o, void *arg), void *arg,
+                struct owners_left *left);
 
-/* Parse the iterator's output (exposed for the unit test): records of
- * bpf/common/owners_rec.h, each inode reported once. Returns the number reported, or
- * -EINVAL when the buffer is cut short. */
-int owners_parse(const void *buf, size_t len,
-                 void (*cb)(const struct owner *o, void *arg), void *arg);
+/* Read the iterator's records (bpf/common/owners_rec.h) from fd to its
+ * end through a buffer of OWNERS_BUF_LEN (exposed for the unit test):
+ * cb once for each inode of want[0..n) (sorted, unique), at its first
+ * record; a record of an inode already reported or not asked for only
+ * counts in left->fds. Returns the number reported, -EINVAL for a
+ * malformed record or one cut short, or read(2)'s negative errno. */
+int owners_drain(int fd, const uint64_t *want, size_t n,
+                 void (*cb)(const struct owner *o, void *arg), void *arg,
+                 struct owners_left *left);
 
 #endif

@@ -16,10 +16,37 @@
 #define PLUGIN_NAME "ebpf"
 #define LOG_PREFIX "ebpf plugin: "
 
-#define E_ERROR(...) ERROR(LOG_PREFIX __VA_ARGS__)
-#define E_WARNING(...) WARNING(LOG_PREFIX __VA_ARGS__)
-#define E_NOTICE(...) NOTICE(LOG_PREFIX __VA_ARGS__)
-#define E_INFO(...) INFO(LOG_PREFIX __VA_ARGS__)
+/* ---- strings from tenants: collectd-ebpf(5), "Strings from tenants" ----
+ * A cgroup's name, a task's comm, an interface name, a path: whoever made
+ * it chose its bytes. In a log line, a notification's message and its meta
+ * data each such string is escaped by one rule, so that none can end a
+ * line, forge one (a log line, a "Key: value" header of exec's
+ * NotificationExec), steer a terminal or be invalid UTF-8 for a JSON
+ * consumer:
+ * - printable ASCII (0x20-0x7e) other than the backslash stays as it is;
+ * - a valid UTF-8 character from U+00A0 on stays as it is, except the line
+ *   and paragraph separators U+2028, U+2029 and the bidirectional controls
+ *   U+200E, U+200F, U+202A-U+202E, U+2066-U+2069;
+ * - the backslash becomes two, and every other byte (control characters,
+ *   DEL, the bytes of C1 controls, of the characters above and of invalid,
+ *   overlong or truncated UTF-8) \xHH, two lower-case hex digits.
+ * Identifiers do not use it: their naming rule keeps only [a-z0-9_.]. */
+/* The length of the character at s that stays as it is, 0 when the byte
+ * s[0] is escaped (s[0] != 0). */
+size_t ebpf_esc_keep(const char *s);
+/* s escaped into out (NUL-terminated when len > 0), cut before the first
+ * escape or character that does not fit whole. Returns the length of the
+ * whole escaped string, like snprintf: >= len when it was cut. */
+size_t ebpf_esc(char *out, size_t len, const char *s);
+/* plugin_log() of the formatted line escaped as a whole: every log line of
+ * the plugin goes through it (E_ERROR...), whatever it quotes. */
+void ebpf_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define E_ERROR(...) ebpf_log(LOG_ERR, LOG_PREFIX __VA_ARGS__)
+#define E_WARNING(...) ebpf_log(LOG_WARNING, LOG_PREFIX __VA_ARGS__)
+#define E_NOTICE(...) ebpf_log(LOG_NOTICE, LOG_PREFIX __VA_ARGS__)
+#define E_INFO(...) ebpf_log(LOG_INFO, LOG_PREFIX __VA_ARGS__)
 
 /* strerror that is thread safe and never returns NULL. */
 const char *ebpf_strerror(int err, char *buf, size_t len);

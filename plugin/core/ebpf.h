@@ -132,9 +132,9 @@ void ebpf_proto_str(unsigned proto, char out[8]);
 /* The message of a notification: the fields in order as `key=value`,
  * separated by one space. Numbers are decimal (a double in the fewest
  * digits that read back as the same value); a string is written as it is
- * unless it is empty or has a space, a '"', a '\\' or a byte outside
- * printable ASCII: then it is put in double quotes, with \" \\ and \xHH
- * escapes. collectd holds NOTIF_MAX_MSG_LEN - 1 characters: fields that do
+ * unless it is empty or has a space, a '"', a '\\' or a byte that the
+ * escaping rule of base.h escapes: then it is put in double quotes, with
+ * \" for the quote and that rule's escapes. collectd holds NOTIF_MAX_MSG_LEN - 1 characters: fields that do
  * not fit are left out whole, from the first that does not fit on, and
  * the message ends in " ..." (the meta data has them all). Returns the
  * number of fields written. */
@@ -142,7 +142,8 @@ size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
                           size_t n);
 /* Dispatch one notification (severity NOTIF_FAILURE, NOTIF_WARNING or
  * NOTIF_OKAY; time now, host collectd's Hostname) with the message above
- * and every field again as meta data of its type, named by its key.
+ * and every field again as meta data of its type, named by its key (a
+ * string escaped by the rule of base.h, without quotes).
  * Returns plugin_dispatch_notification's status (-1 also when no
  * notification plugin is loaded). */
 int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,

@@ -360,13 +360,17 @@ void submit_derive(const char *plugin, const char *plugin_instance,
 
 /* ---------------------------------------------------------- notifications */
 
-/* Does a string value need quotes in a message? */
+/* Does a string value need quotes in a message? Empty, a space, a quote,
+ * or a byte the escaping rule (base.h) escapes. */
 static bool nf_needs_quotes(const char *s) {
   if (!*s)
     return true;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '\\')
+  while (*s) {
+    size_t k = *s == ' ' || *s == '"' ? 0 : ebpf_esc_keep(s);
+    if (!k)
       return true;
+    s += k;
+  }
   return false;
 }
 
@@ -396,18 +400,20 @@ static size_t nf_render(char *buf, size_t len, const struct ebpf_nfield *f) {
     v = f->v.s ? f->v.s : "";
     if (nf_needs_quotes(v)) {
       NF_PUT('"');
-      for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p == '"' || *p == '\\') {
+      /* The escaping rule (base.h), and \" for the quote. */
+      for (const char *p = v; *p;) {
+        size_t k = ebpf_esc_keep(p);
+        if (*p == '"') {
           NF_PUT('\\');
-          NF_PUT((char)*p);
-        } else if (*p < ' ' || *p >= 0x7f) {
-          static const char hex[] = "0123456789abcdef";
-          NF_PUT('\\');
-          NF_PUT('x');
-          NF_PUT(hex[*p >> 4]);
-          NF_PUT(hex[*p & 15]);
+          NF_PUT(*p++);
+        } else if (k) {
+          while (k--)
+            NF_PUT(*p++);
         } else {
-          NF_PUT((char)*p);
+          char e[8];
+          ebpf_esc(e, sizeof(e), (char[2]){*p++, 0});
+          for (const char *q = e; *q; q++)
+            NF_PUT(*q);
         }
       }
       NF_PUT('"');
@@ -465,6 +471,24 @@ size_t ebpf_notify_format(char *buf, size_t len, const struct ebpf_nfield *f,
   return i;
 }
 
+/* A string's meta data, escaped by the rule of base.h: exec's
+ * NotificationExec writes it as a "key: value" header line, and JSON
+ * consumers need valid UTF-8. */
+static int nf_meta_string(notification_t *nt, const char *key,
+                          const char *s) {
+  char small[256];
+  size_t need = ebpf_esc(small, sizeof(small), s);
+  char *v = need < sizeof(small) ? small : malloc(need + 1);
+  if (!v)
+    return -1;
+  if (v != small)
+    ebpf_esc(v, need + 1, s);
+  int err = plugin_notification_meta_add_string(nt, key, v);
+  if (v != small)
+    free(v);
+  return err;
+}
+
 int ebpf_notify(int severity, const char *plugin, const char *plugin_instance,
                 const char *type, const char *type_instance,
                 const struct ebpf_nfield *f, size_t n) {
@@ -496,8 +520,7 @@ int ebpf_notify_at(int64_t realtime_ns, int severity, const char *plugin,
   for (size_t i = 0; i < n && !err; i++) {
     switch (f[i].type) {
     case EBPF_NF_STRING:
-      err = plugin_notification_meta_add_string(&nt, f[i].key,
-                                                f[i].v.s ? f[i].v.s : "");
+      err = nf_meta_string(&nt, f[i].key, f[i].v.s ? f[i].v.s : "");
       break;
     case EBPF_NF_SIGNED:
       err = plugin_notification_meta_add_signed_int(&nt, f[i].key, f[i].v.i);

@@ -5,6 +5,7 @@
 #include "core/ebpf.h"
 #include "common/cgroup.h"
 #include "common/netns.h"
+#include "common/ring.h"
 #include "drops/drops.h"
 #include "drops/names.h"
 
@@ -16,7 +17,7 @@
 
 #define FEATURE "drops"
 
-static struct ring_buffer *events_rb;
+static struct ebpf_ring events; /* bounded reads: common/ring.h */
 static int suppressed_map = -1; /* drops_events_suppressed */
 static bool by_location;
 static struct cgroup_tree cgroups;
@@ -62,9 +63,9 @@ static int on_event(void *ctx, void *data, size_t len) {
 int drops_notify_start(int events_fd, int suppressed_fd, bool location) {
   by_location = location;
   suppressed_map = suppressed_fd;
-  events_rb = ring_buffer__new(events_fd, on_event, NULL, NULL);
-  if (!events_rb) {
-    int err = -errno;
+  int err = ebpf_ring_open(&events, events_fd, sizeof(struct drops_event),
+                           on_event, NULL);
+  if (err) {
     E_ERROR(FEATURE ": cannot read the ring buffer of DropNotifications: "
             "%s",
             ERRSTR(err));
@@ -80,14 +81,19 @@ static int64_t clock_ns(clockid_t c) {
 }
 
 void drops_notify_read(void) {
-  if (!events_rb)
+  if (!events.rb)
     return;
   cg_refreshed = false;
   self_netns = netns_self_inum();
   mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-  int err = ring_buffer__consume(events_rb);
+  int64_t err = ebpf_ring_read(&events, ebpf_ring_budget_ns());
   if (err < 0)
-    E_WARNING(FEATURE ": reading the drop records failed: %s", ERRSTR(err));
+    E_WARNING(FEATURE ": reading the drop records failed: %s",
+              ERRSTR((int)err));
+  else
+    ebpf_ring_note(&events, FEATURE ": DropNotifications",
+                   "the drops that find it full are counted in "
+                   "notifications_suppressed");
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0)
     return;
@@ -103,8 +109,7 @@ void drops_notify_read(void) {
 }
 
 void drops_notify_stop(void) {
-  ring_buffer__free(events_rb);
-  events_rb = NULL;
+  ebpf_ring_close(&events);
   suppressed_map = -1;
   cgroup_tree_free(&cgroups);
   notified = 0;

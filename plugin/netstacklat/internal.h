@@ -11,6 +11,7 @@
 #include "common/hist.h"
 #include "common/loader.h"
 #include "common/netns.h"
+#include "common/ring.h"
 #include "common/rtclock.h"
 #include "core/ebpf.h"
 #include "netstacklat/netstacklat.h"
@@ -110,7 +111,7 @@ struct nsl_state {
    * (plugin/netstacklat/slots.c); cgslots.slot is NULL without GroupBy
    * cgroup. */
   struct nsl_slots cgslots;
-  struct ring_buffer *outlier_rb; /* OutlierThreshold set */
+  struct ebpf_ring outliers; /* .rb set: OutlierThreshold */
   struct nsl_outlier_ctx outlier_ctx;
 
   /* The last read: when, and each hook's histogram and BucketBounds

@@ -71,7 +71,7 @@ static int netstacklat_read(void) {
     return -1;
   if (cfg->groupby != NSL_GROUP_NONE)
     nsl_read_grouped(s, elapsed);
-  if (s->outlier_rb)
+  if (s->outliers.rb)
     nsl_outliers_read(s);
   nsl_sample_read(s, elapsed);
   return 0;
@@ -80,8 +80,7 @@ static int netstacklat_read(void) {
 static void netstacklat_shutdown(void) {
   struct nsl_state *s = &nsl;
   loader_detach(s->hooks, NSL_NHOOKS);
-  ring_buffer__free(s->outlier_rb);
-  s->outlier_rb = NULL;
+  ebpf_ring_close(&s->outliers);
   if (s->skel)
     netstacklat_bpf__destroy(s->skel);
   s->skel = NULL;

@@ -146,12 +146,12 @@ static int on_outlier(void *ctx, void *data, size_t len) {
 
 int nsl_outliers_open(struct nsl_state *s) {
   if (s->cfg.outlier_s) {
-    s->outlier_rb =
-        ring_buffer__new(bpf_map__fd(s->skel->maps.netstacklat_outliers),
-                         on_outlier, &s->outlier_ctx, NULL);
-    if (!s->outlier_rb) {
+    int err = ebpf_ring_open(
+        &s->outliers, bpf_map__fd(s->skel->maps.netstacklat_outliers),
+        sizeof(struct nsl_outlier), on_outlier, &s->outlier_ctx);
+    if (err) {
       E_ERROR("netstacklat: cannot read the outlier ring buffer: %s",
-              ERRSTR(errno));
+              ERRSTR(err));
       return -1;
     }
   }
@@ -163,10 +163,14 @@ int nsl_outliers_open(struct nsl_state *s) {
 void nsl_outliers_read(struct nsl_state *s) {
   s->outlier_ctx.cg_refreshed = false;
   s->outlier_ctx.self_netns = netns_self_inum();
-  int err = ring_buffer__consume(s->outlier_rb);
+  int64_t err = ebpf_ring_read(&s->outliers, ebpf_ring_budget_ns());
   if (err < 0)
     E_WARNING("netstacklat: reading outlier records failed: %s",
-              ERRSTR(err));
+              ERRSTR((int)err));
+  else
+    ebpf_ring_note(&s->outliers, FEATURE ": OutlierThreshold",
+                   "the outliers that find it full are counted in "
+                   "outliers_suppressed");
   __u64 vals[s->ncpus], suppressed = 0;
   __u32 zero = 0;
   if (bpf_map_lookup_elem(

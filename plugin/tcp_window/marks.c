@@ -5,6 +5,7 @@
  * enqueue program (netstacklat_serve_stalled(), core/ebpf.h). */
 #include "tcp_window/internal.h"
 
+#include "common/ring.h"
 #include "core/testenv.h"
 #include "tcp_window/tcp_window.h"
 
@@ -52,7 +53,7 @@ struct mark_tuple {
 
 static struct {
   bool on;
-  struct ring_buffer *rb;
+  struct ebpf_ring ring; /* bounded reads: common/ring.h */
   uint32_t epoch;
   uint64_t lost;          /* netstacklat's count at the last scan */
   double walk_due;        /* CLOCK_MONOTONIC s of the next whole walk */
@@ -131,7 +132,7 @@ static void marks_each(const struct diag_sock *s, void *arg) {
 void tcpw_marks_free(void) {
   if (mk.on)
     netstacklat_unserve_stalled();
-  ring_buffer__free(mk.rb);
+  ebpf_ring_close(&mk.ring);
   free(mk.cand);
   free(mk.keep);
   mk = (typeof(mk)){0};
@@ -145,11 +146,12 @@ static int marks_init(uint32_t netns_ino) {
   int err = netstacklat_serve_stalled(netns_ino, &fd);
   if (err)
     return err;
-  mk.rb = ring_buffer__new(fd, marks_on_rec, NULL, NULL);
-  if (!mk.rb) {
-    err = -errno;
+  err = ebpf_ring_open(&mk.ring, fd, sizeof(struct tcpw_mark_rec),
+                       marks_on_rec, NULL);
+  if (err) {
+    ebpf_ring_close(&mk.ring);
     netstacklat_unserve_stalled();
-    return err ? err : -ENOMEM;
+    return err;
   }
   mk.on = true;
   mk.walk_due = 0; /* the first scan is a whole walk */
@@ -234,7 +236,10 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
     return walk_count(ms, acc);
   }
   mk.overflow = false;
-  ring_buffer__consume(mk.rb);
+  /* At most what the ring holds: a read that stops leaves announcements
+   * unread, so this scan walks every socket. */
+  if (ebpf_ring_read(&mk.ring, ebpf_ring_budget_ns()) < 0 || mk.ring.stopped)
+    mk.overflow = true;
   bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
   mk.lost = lost;
   /* The kept sockets join the announced ones, once each. */

@@ -33,8 +33,11 @@ static int st_want_cmp(const void *a, const void *b) {
  * /proc/<pid>/fd (whatever network namespace the socket lives in), until
  * every inode is found or st_scan_max entries have been looked at. The
  * first process found is the owner (a socket shared after fork has
- * several). Returns the number of entries looked at. */
-static size_t st_owners(struct st_cand *c, size_t n) {
+ * several); nothing is kept per descriptor, so the memory is the
+ * candidates' whatever the processes hold. Returns the number of entries
+ * looked at; *missed: the inodes not found when the cap stopped it. */
+static size_t st_owners(struct st_cand *c, size_t n, size_t *missed) {
+  *missed = 0;
   struct st_want *w = malloc(n * sizeof(*w));
   if (!w)
     return 0;
@@ -83,13 +86,15 @@ static size_t st_owners(struct st_cand *c, size_t n) {
   }
   if (proc)
     closedir(proc);
+  if (looked >= st_scan_max)
+    *missed = nw - found;
   free(w);
   return looked;
 }
 
 /* The owners by the BPF task_file iterator (plugin/common/owners.c), where it
  * loads: host pids, the cgroup's full path from the kernel, no cap on the
- * descriptors looked at. Else the /proc scan below. */
+ * descriptors looked at, one record per socket. Else the /proc scan. */
 struct cands {
   struct st_cand *c;
   size_t n;
@@ -111,9 +116,20 @@ static void st_owners_cb(const struct owner *o, void *arg) {
   }
 }
 
+/* The /proc scan, and one INFO line when its cap left sockets out (at most
+ * one a read: the look-up runs once a read, for the newly stalled). */
+static void st_owners_proc(struct st_cand *c, size_t n) {
+  size_t missed = 0;
+  size_t looked = st_owners(c, n, &missed);
+  if (missed)
+    E_INFO(FEATURE ": the owner lookup in /proc stopped after %zu "
+           "descriptors: %zu stalled receivers get no owner this time.",
+           looked, missed);
+}
+
 void tcpw_owners_find(struct st_cand *c, size_t n) {
   if (!owners_ready()) {
-    st_owners(c, n);
+    st_owners_proc(c, n);
     return;
   }
   uint64_t *inodes = malloc((n ? n : 1) * sizeof(*inodes));
@@ -122,13 +138,19 @@ void tcpw_owners_find(struct st_cand *c, size_t n) {
   for (size_t i = 0; i < n; i++)
     inodes[i] = c[i].s.inode;
   struct cands a = {.c = c, .n = n};
-  int r = owners_find(inodes, n, st_owners_cb, &a);
+  struct owners_left left;
+  int r = owners_find(inodes, n, st_owners_cb, &a, &left);
   free(inodes);
   if (r < 0) {
     E_NOTICE(FEATURE ": the owners of stalled receivers could not be looked "
              "up by the BPF iterator (%s): /proc this time.",
              ERRSTR(r));
-    st_owners(c, n);
+    st_owners_proc(c, n);
+  } else if (left.fds) {
+    E_INFO(FEATURE ": the owner lookup named the first process holding each "
+           "of %d stalled receivers and left out %llu further descriptors, "
+           "in %llu further processes, that refer to them.",
+           r, (unsigned long long)left.fds, (unsigned long long)left.procs);
   }
 }
 
@@ -148,18 +170,20 @@ static ssize_t st_proc_read(int32_t pid, const char *name, char *buf,
   return n;
 }
 
-/* comm (control characters as '?', as ps shows them) and the cgroup2
- * path named by the shared rule ("root" for the root cgroup). */
+/* comm (its bytes as they are: the notification escapes them, base.h)
+ * and the cgroup2 path named by the shared rule ("root" for the root
+ * cgroup). */
 void tcpw_owners_describe(struct st_entry *e) {
   char buf[4096];
   e->comm[0] = e->cgroup[0] = 0;
   if (e->pid <= 0)
     return;
   if (st_proc_read(e->pid, "comm", buf, sizeof(e->comm)) > 0) {
-    buf[strcspn(buf, "\n")] = 0;
-    for (char *p = buf; *p; p++)
-      if ((unsigned char)*p < ' ' || *p == 0x7f)
-        *p = '?';
+    /* /proc ends it with a newline: only that one goes, a comm may hold
+     * newlines of its own. */
+    size_t cl = strlen(buf);
+    if (cl && buf[cl - 1] == '\n')
+      buf[cl - 1] = 0;
     memcpy(e->comm, buf, strlen(buf) + 1);
   }
   if (st_proc_read(e->pid, "cgroup", buf, sizeof(buf)) > 0) {

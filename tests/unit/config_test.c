@@ -613,7 +613,7 @@ static void bad_case(const struct bkey *k, const char *cat,
   }
   if (!why)
     return;
-  snprintf(buf, sizeof(buf), "%s", mock_nlog ? mock_log[0] : "(no log)");
+  snprintf(buf, sizeof(buf), "%.500s", mock_nlog ? mock_log[0] : "(no log)");
   const char *f = known_finding(k->key, cat);
   if (f) {
     printf("SKIP: config.bad.%s.%s.%s (%s: %s)\n", k->block ? k->block : "ebpf",

@@ -10,7 +10,7 @@
 
 struct mock_value mock_values[MOCK_MAX_VALUES];
 int mock_nvalues;
-char mock_log[MOCK_MAX_LOG][512];
+char mock_log[MOCK_MAX_LOG][1024];
 int mock_log_sev[MOCK_MAX_LOG];
 int mock_nlog;
 int mock_verbose;
@@ -134,7 +134,7 @@ int plugin_notification_meta_free(notification_meta_t *n) {
 }
 
 void plugin_log(int level, const char *format, ...) {
-  char buf[512];
+  char buf[1024]; /* collectd's plugin_log() formats into as much */
   va_list ap;
   va_start(ap, format);
   vsnprintf(buf, sizeof(buf), format, ap);

@@ -12,7 +12,7 @@ struct mock_value {
 };
 extern struct mock_value mock_values[MOCK_MAX_VALUES];
 extern int mock_nvalues;
-extern char mock_log[MOCK_MAX_LOG][512];
+extern char mock_log[MOCK_MAX_LOG][1024];
 extern int mock_log_sev[MOCK_MAX_LOG];
 extern int mock_nlog;
 extern int mock_verbose;
@@ -23,7 +23,7 @@ extern int mock_verbose;
 struct mock_nmeta {
   char name[DATA_MAX_NAME_LEN];
   int type; /* NM_TYPE_* */
-  char s[256];
+  char s[1024];
   int64_t i;
   uint64_t u;
   double d;

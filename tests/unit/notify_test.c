@@ -3,6 +3,7 @@
  * fields with their types, fields that do not fit collectd's message are
  * left out whole, and nothing leaks. Checked against what the collectd mock
  * received. */
+#include "../../plugin/core/esc.c"
 #include "../../plugin/core/util.c"
 
 #include "mock_collectd.h"
@@ -66,7 +67,7 @@ DEF_TEST(value_forms) {
   };
   CHECK_EQ_INT(10, ebpf_notify_format(buf, sizeof(buf), f, 10));
   CHECK_EQ_STR("a=\"\" b=\"x\\\"y\\\\z\" c=\"tab\\x09here\" "
-               "d=\"caf\\xc3\\xa9\" e=k=v f=0.1 g=1e-09 "
+               "d=caf\xc3\xa9 e=k=v f=0.1 g=1e-09 "
                "h=0.30000000000000004 i=-9223372036854775808 "
                "j=18446744073709551615",
                buf);
@@ -128,11 +129,41 @@ DEF_TEST(meta_allocation_failure) {
   return 0;
 }
 
+/* A tenant's string (a comm set by prctl(PR_SET_NAME), a cgroup's name):
+ * the message and the meta data both by the escaping rule, so that exec's
+ * "key: value" header lines cannot get one more. */
+DEF_TEST(tenant_strings_escaped_in_message_and_meta) {
+  mock_reset();
+  char long_name[201];
+  memset(long_name, '\x1b', sizeof(long_name) - 1);
+  long_name[sizeof(long_name) - 1] = 0;
+  struct ebpf_nfield f[] = {
+      NF_STR("comm", "\nSeverity: OKAY\x1b"),
+      NF_STR("cgroup", "a\\b\xff\xc3\xa9\"q"),
+      NF_STR("path", long_name),
+  };
+  ebpf_notify(NOTIF_WARNING, "p", "", "", "", f, 3);
+  CHECK_EQ_INT(1, mock_nnotif);
+  const struct mock_notif *m = &mock_notifs[0];
+  CHECK_EQ_STR("comm=\"\\x0aSeverity: OKAY\\x1b\" "
+               "cgroup=\"a\\\\b\\xff\xc3\xa9\\\"q\" ...",
+               m->n.message);
+  CHECK_EQ_STR("\\x0aSeverity: OKAY\\x1b", mock_nmeta_find(m, "comm")->s);
+  CHECK_EQ_STR("a\\\\b\\xff\xc3\xa9\"q", mock_nmeta_find(m, "cgroup")->s);
+  /* Longer than the stack buffer: whole, on the heap. */
+  const char *p = mock_nmeta_find(m, "path")->s;
+  CHECK_EQ_INT(4 * 200, (int)strlen(p));
+  CHECK(strncmp(p, "\\x1b\\x1b", 8) == 0 && !strchr(p, 0x1b));
+  CHECK_EQ_INT(0, mock_nmeta_live);
+  return 0;
+}
+
 int main(void) {
   tl_prog = "notify_test";
   RUN_TEST(message_and_typed_meta_agree);
   RUN_TEST(value_forms);
   RUN_TEST(long_message_drops_whole_fields);
   RUN_TEST(meta_allocation_failure);
+  RUN_TEST(tenant_strings_escaped_in_message_and_meta);
   END_TEST;
 }

@@ -7,6 +7,7 @@
 
 #include "../../plugin/common/rtclock.c"
 #include "../../plugin/core/testenv.c"
+#include "../../plugin/core/esc.c" /* its log lines */
 
 #include "clockpair.skel.h"
 

@@ -476,7 +476,8 @@ DEF_TEST(interrupted_dumps_notify_nothing) {
 
 /* Beyond the tracked maximum: counted, not notified, one WARNING; when a
  * tracked one ends, an untracked one gets its WARNING. With the owner
- * scan capped at 0 entries, no owner is named. */
+ * scan capped at 0 entries, no owner is named, and one INFO line a read
+ * says how many were left out. */
 DEF_TEST(bounded_tracking) {
   CHECK_EQ_INT(0, setup());
   st_track_max = 2;
@@ -499,6 +500,9 @@ DEF_TEST(bounded_tracking) {
   CHECK(strstr(mock_notifs[1].n.message, "local=127.0.0.1:1001 "));
   CHECK(mock_nmeta_find(&mock_notifs[0], "pid") == NULL);
   CHECK(mock_log_find(LOG_WARNING, "more than 2 stalled receivers") >= 0);
+  int li = mock_log_find(LOG_INFO, "owner lookup in /proc stopped");
+  CHECK(li >= 0 && strstr(mock_log[li], "stopped after 0 descriptors: 2 "
+                                        "stalled receivers get no owner"));
   int nlog = mock_nlog;
   read_with(k, 3);
   CHECK_EQ_INT(2, mock_nnotif);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "../../plugin/core/testenv.c"
+#include "../../plugin/core/esc.c" /* its log lines */
 #include "mock_collectd.h"
 #include "testlib.h"
 

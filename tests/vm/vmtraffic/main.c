@@ -61,10 +61,13 @@
  *       = N.
  *
  *   vmtraffic clamp PORT SECONDS
- *       TCP bulk over 127.0.0.1: a reader thread reads for the first half,
- *       then stops and shrinks its SO_RCVBUF while the sender keeps
- *       sending, so the kernel prunes the receive queue and clamps the
- *       window (with lo's MTU at 1500: run `ip link set lo mtu 1500`).
+ *       TCP bulk over 127.0.0.1: a reader thread reads (8 MiB, or for the
+ *       first half at most), then stops and shrinks its SO_RCVBUF while
+ *       the sender keeps sending, so the kernel prunes the receive queue
+ *       and clamps the window (with lo's MTU at 1500: run `ip link set lo
+ *       mtu 1500`). The sender stops 0.3 s after TcpExt PruneCalled rose
+ *       (the kernel pruned: the witness the checks compare with), or
+ *       after SECONDS.
  *   vmtraffic clamp PORT SECONDS CPU
  *       The same, the whole process pinned to CPU.
  *
