@@ -33,6 +33,7 @@ struct tcpw_cfg {
   double stalled_after;
   bool clamps, transitions, tcp_memory, stalled;
   bool stalled_notify; /* a notification per socket that stalls and ends */
+  long long stalled_limit; /* of those, at most this many a second */
   char *netns; /* path of a network namespace file, or NULL */
 };
 
@@ -118,6 +119,15 @@ struct st_entry { /* a tracked stalled socket */
   uint64_t cookie;
   uint32_t inode, rqueue, last_ms; /* rqueue, last_ms: when last stalled */
   uint32_t seen_gen, stalled_gen; /* the last dump that saw it (stalled) */
+  /* Where its notifications stand (StalledLimit holds some back): */
+  enum st_state { ST_WAITING, /* its WARNING is due, not sent yet */
+         ST_NOTIFIED, /* WARNING sent, still stalled */
+         ST_ENDING, /* stalled no more, its OKAY due, not sent yet */
+         ST_GONE /* its OKAY sent in this read: leaves at its end */
+  } state;
+  uint32_t due_gen; /* the dump its due notification became due */
+  bool held;        /* that notification was held back (counted once) */
+  bool closed;      /* ST_ENDING: gone ("closed"), else "resumed" */
   int32_t pid;                     /* 0: no owner found */
   char comm[17];                   /* "" when unknown */
   char cgroup[EBPF_NAME_LEN];      /* "" when unknown */

@@ -20,12 +20,13 @@
 static const struct tcpw_cfg *cfg;
 
 /* One WARNING when a socket becomes stalled, one OKAY when it no longer is
- * (it read: "resumed") or is gone ("closed"). The sockets are tracked by
- * their cookie from one read to the next; the owning process is looked up
- * (from the socket's inode, in /proc/<pid>/fd: owners.c) once, when the
- * socket becomes stalled, so the cost follows the stalled sockets, not all
- * of them. Both are bounded: the descriptors looked at in /proc per read
- * (OWNER_SCAN_MAX_FDS, owners.c), and the tracked sockets: */
+ * (it read: "resumed") or is gone ("closed"), at most StalledLimit a second
+ * (the others wait, oldest due first: st_commit). The sockets are tracked
+ * by their cookie from one read to the next; the owning process is looked
+ * up (from the socket's inode: owners.c) once, when its WARNING is sent, so
+ * the cost follows the notifications, not the sockets. Both are bounded:
+ * the descriptors looked at in /proc per read (OWNER_SCAN_MAX_FDS,
+ * owners.c), and the tracked sockets: */
 #define STALLED_TRACK_MAX 4096 /* beyond: counted, not notified */
 
 /* The iterator's map of tracked cookies holds every tracked socket. */
@@ -42,6 +43,9 @@ static struct {
   size_t ncand, cand_cap;
   uint64_t overflow; /* stalled in this dump, neither tracked nor new */
   bool overflow_warned;
+  struct st_entry **due; /* st_track_max: the due notifications of a read */
+  uint64_t suppressed;   /* notifications StalledLimit held back, once each */
+  bool limited, limit_noted; /* StalledLimit held some back (this read) */
   uint32_t gen; /* the dump under way */
 } st;
 
@@ -178,77 +182,201 @@ static int st_cand_pid_cmp(const void *a, const void *b) {
   return st_cand_cmp(a, b);
 }
 
-/* After a whole dump: OKAY for the tracked sockets it did not see
- * stalled, WARNING for the new ones. */
-static void st_commit(void) {
-  size_t w = 0, n0 = st.n;
+/* Oldest due first (the dump it became due in), then by cookie. */
+static int st_due_cmp(const void *a, const void *b) {
+  const struct st_entry *x = *(struct st_entry *const *)a;
+  const struct st_entry *y = *(struct st_entry *const *)b;
+  if (x->due_gen != y->due_gen)
+    return (int32_t)(x->due_gen - y->due_gen) < 0 ? -1 : 1;
+  return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
+}
+
+/* The notifications one read may send: StalledLimit a second over the
+ * read's interval, at least one. */
+static size_t st_budget(void) {
+  double b = (double)cfg->stalled_limit *
+             CDTIME_T_TO_DOUBLE(plugin_get_interval());
+  return b < 1 ? 1 : (size_t)(b + 0.5);
+}
+
+static bool st_cand_room(size_t n) {
+  if (n <= st.cand_cap)
+    return true;
+  struct st_cand *c = realloc(st.cand, n * sizeof(*c));
+  if (!c)
+    return false;
+  st.cand = c;
+  st.cand_cap = n;
+  return true;
+}
+
+/* After a whole dump, the tracked sockets it did not see stalled: a
+ * notified one's OKAY becomes due; one whose WARNING was never sent goes
+ * without any (an OKAY alone would close nothing downstream). One seen
+ * stalled again while its OKAY waits stays notified: its WARNING stands. */
+static void st_end(void) {
+  size_t w = 0;
   for (size_t i = 0; i < st.n; i++) {
     struct st_entry *e = &st.e[i];
-    if (e->stalled_gen == st.gen) {
-      if (w != i)
-        st.e[w] = *e;
-      w++;
+    bool stalled = e->stalled_gen == st.gen;
+    if (!stalled && e->state == ST_WAITING)
       continue;
+    if (stalled && e->state == ST_ENDING) {
+      e->state = ST_NOTIFIED;
+      tcpw_iter_track(e->cookie, true);
+    } else if (!stalled && e->state == ST_NOTIFIED) {
+      e->state = ST_ENDING;
+      e->due_gen = st.gen;
+      e->held = false;
+      e->closed = e->seen_gen != st.gen;
+      tcpw_iter_track(e->cookie, false);
     }
-    st_notify(e, NOTIF_OKAY, e->seen_gen == st.gen ? "resumed" : "closed");
-    tcpw_iter_track(e->cookie, false);
+    if (w != i)
+      st.e[w] = *e;
+    w++;
   }
   st.n = w;
-  if (st.ncand) {
-    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_cmp);
-    size_t u = 0; /* a socket is in a dump once; be sure */
-    for (size_t i = 0; i < st.ncand; i++)
-      if (!u || st.cand[u - 1].s.cookie != st.cand[i].s.cookie)
-        st.cand[u++] = st.cand[i];
-    st.ncand = u;
-    if (st.n + st.ncand > st_track_max) {
-      st.overflow += st.n + st.ncand - st_track_max;
-      st.ncand = st_track_max - st.n;
-    }
-    if (st.n + st.ncand > st.cap) {
-      size_t cap = st.n + st.ncand;
-      struct st_entry *e = realloc(st.e, cap * sizeof(*e));
-      if (!e) {
-        st.overflow += st.ncand;
-        st.ncand = 0;
-      } else {
-        st.e = e;
-        st.cap = cap;
-      }
-    }
-    tcpw_owners_find(st.cand, st.ncand);
-    /* By owner, so that one process's sockets share one look at its
-     * comm and cgroup. */
-    qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_pid_cmp);
-    for (size_t i = 0; i < st.ncand; i++) {
-      const struct diag_sock *s = &st.cand[i].s;
-      struct st_entry *e = &st.e[st.n++];
-      *e = (struct st_entry){.cookie = s->cookie,
-                             .inode = s->inode,
-                             .rqueue = s->rqueue,
-                             .last_ms = s->last_data_recv,
-                             .seen_gen = st.gen,
-                             .stalled_gen = st.gen,
-                             .pid = st.cand[i].pid};
-      st_addr(e->local, s->family, s->src, s->sport);
-      st_addr(e->remote, s->family, s->dst, s->dport);
-      if (st.cand[i].described) {
-        memcpy(e->comm, st.cand[i].comm, sizeof(e->comm));
-        memcpy(e->cgroup, st.cand[i].cgroup, sizeof(e->cgroup));
-      } else if (i && e->pid > 0 && e[-1].pid == e->pid) {
-        memcpy(e->comm, e[-1].comm, sizeof(e->comm));
-        memcpy(e->cgroup, e[-1].cgroup, sizeof(e->cgroup));
-      } else {
-        tcpw_owners_describe(e);
-      }
-      st_notify(e, NOTIF_WARNING, "stalled");
-      tcpw_iter_track(e->cookie, true);
-    }
-    st.ncand = 0;
+}
+
+/* The sockets newly stalled in this dump join, their WARNING due, as
+ * long as there is room (beyond: counted, not notified). Returns whether
+ * any joined. */
+static bool st_add(void) {
+  if (!st.ncand)
+    return false;
+  qsort(st.cand, st.ncand, sizeof(*st.cand), st_cand_cmp);
+  size_t u = 0; /* a socket is in a dump once; be sure */
+  for (size_t i = 0; i < st.ncand; i++)
+    if (!u || st.cand[u - 1].s.cookie != st.cand[i].s.cookie)
+      st.cand[u++] = st.cand[i];
+  st.ncand = u;
+  if (st.n + st.ncand > st_track_max) {
+    st.overflow += st.n + st.ncand - st_track_max;
+    st.ncand = st_track_max - st.n;
   }
-  if (st.n != n0 || w != n0)
+  if (st.n + st.ncand > st.cap) {
+    size_t cap = st.n + st.ncand;
+    struct st_entry *e = realloc(st.e, cap * sizeof(*e));
+    if (!e) {
+      st.overflow += st.ncand;
+      st.ncand = 0;
+    } else {
+      st.e = e;
+      st.cap = cap;
+    }
+  }
+  for (size_t i = 0; i < st.ncand; i++) {
+    const struct diag_sock *s = &st.cand[i].s;
+    struct st_entry *e = &st.e[st.n++];
+    *e = (struct st_entry){.cookie = s->cookie,
+                           .inode = s->inode,
+                           .rqueue = s->rqueue,
+                           .last_ms = s->last_data_recv,
+                           .seen_gen = st.gen,
+                           .stalled_gen = st.gen,
+                           .state = ST_WAITING,
+                           .due_gen = st.gen};
+    st_addr(e->local, s->family, s->src, s->sport);
+    st_addr(e->remote, s->family, s->dst, s->dport);
+  }
+  bool added = st.ncand != 0;
+  st.ncand = 0;
+  return added;
+}
+
+/* The WARNINGs of due[0..n): the owners of these only are looked up, in
+ * one pass (its cost follows the notifications sent, not the sockets that
+ * stalled), then sent by owner, so that one process's sockets share one
+ * look at its comm and cgroup. The index is current. */
+static void st_warn(struct st_entry **due, size_t n) {
+  if (!n || !st_cand_room(n))
+    return; /* out of memory: they wait for the next read */
+  for (size_t i = 0; i < n; i++)
+    st.cand[i] = (struct st_cand){
+        .s = {.cookie = due[i]->cookie, .inode = due[i]->inode}};
+  tcpw_owners_find(st.cand, n);
+  qsort(st.cand, n, sizeof(*st.cand), st_cand_pid_cmp);
+  const struct st_entry *prev = NULL;
+  for (size_t i = 0; i < n; i++) {
+    struct st_entry *e = st_find(st.cand[i].s.cookie);
+    e->pid = st.cand[i].pid;
+    if (st.cand[i].described) {
+      memcpy(e->comm, st.cand[i].comm, sizeof(e->comm));
+      memcpy(e->cgroup, st.cand[i].cgroup, sizeof(e->cgroup));
+    } else if (prev && e->pid > 0 && prev->pid == e->pid) {
+      memcpy(e->comm, prev->comm, sizeof(e->comm));
+      memcpy(e->cgroup, prev->cgroup, sizeof(e->cgroup));
+    } else {
+      tcpw_owners_describe(e);
+    }
+    st_notify(e, NOTIF_WARNING, "stalled");
+    e->state = ST_NOTIFIED;
+    tcpw_iter_track(e->cookie, true);
+    prev = e;
+  }
+}
+
+/* The due notifications of one kind (ST_ENDING: OKAYs, ST_WAITING:
+ * WARNINGs) into st.due, at most *budget of them, oldest due first; the
+ * others wait for a later read, still due while their socket stays as it
+ * is, and are counted as suppressed the first time they wait. Returns how
+ * many may go now, and takes them from *budget. */
+static size_t st_due(enum st_state state, size_t *budget) {
+  size_t nd = 0;
+  for (size_t i = 0; i < st.n; i++)
+    if (st.e[i].state == state)
+      st.due[nd++] = &st.e[i];
+  if (nd > *budget) {
+    qsort(st.due, nd, sizeof(*st.due), st_due_cmp);
+    for (size_t i = *budget; i < nd; i++)
+      if (!st.due[i]->held) {
+        st.due[i]->held = true;
+        st.suppressed++;
+      }
+    nd = *budget;
+    st.limited = true;
+  }
+  *budget -= nd;
+  return nd;
+}
+
+/* The due OKAYs first (they close what is open downstream, and free the
+ * room their sockets hold), then the ended sockets leave. */
+static void st_okays(size_t *budget) {
+  size_t nd = st_due(ST_ENDING, budget);
+  for (size_t i = 0; i < nd; i++) {
+    st_notify(st.due[i], NOTIF_OKAY, st.due[i]->closed ? "closed" : "resumed");
+    st.due[i]->state = ST_GONE;
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < st.n; i++)
+    if (st.e[i].state != ST_GONE && w++ != i)
+      st.e[w - 1] = st.e[i];
+  st.n = w;
+}
+
+/* After a whole dump: the sockets that ended leave or have their OKAY
+ * due, the due OKAYs go, the sockets that stalled join, and the due
+ * WARNINGs go, all within StalledLimit. */
+static void st_commit(void) {
+  size_t budget = st_budget(), n0 = st.n;
+  st.limited = false;
+  st_end();
+  st_okays(&budget);
+  bool changed = st_add() || st.n != n0;
+  if (changed)
     st_reindex();
-  tcpw_iter_ntracked(st.n);
+  st_warn(st.due, st_due(ST_WAITING, &budget));
+  size_t tracked = 0;
+  for (size_t i = 0; i < st.n; i++)
+    tracked += st.e[i].state == ST_NOTIFIED;
+  tcpw_iter_ntracked(tracked);
+  if (st.limited && !st.limit_noted)
+    E_NOTICE(FEATURE ": more stalled-receiver notifications are due than "
+             "StalledLimit allows (%lld a second): the others wait for "
+             "later reads, oldest first.",
+             cfg->stalled_limit);
+  st.limit_noted = st.limited;
   if (st.overflow && !st.overflow_warned)
     E_WARNING(FEATURE ": more than %zu stalled receivers: the others are "
               "counted but get no notifications until fewer are stalled.",
@@ -261,6 +389,7 @@ static void st_free(void) {
   free(st.e);
   free(st.index);
   free(st.cand);
+  free(st.due);
   st = (typeof(st)){0};
 }
 
@@ -271,7 +400,8 @@ static int st_init(void) {
   while (st.index_size < 2 * st_track_max)
     st.index_size *= 2;
   st.index = calloc(st.index_size, sizeof(*st.index));
-  if (!st.index) {
+  st.due = calloc(st_track_max, sizeof(*st.due));
+  if (!st.index || !st.due) {
     E_WARNING(FEATURE ": stalled-receiver notifications are off: out of "
               "memory.");
     return -ENOMEM;
@@ -304,6 +434,9 @@ void tcpw_stalled_read(value_list_t *vl) {
     st_commit();
   vl_gauge(vl, "count", "stalled_receivers", (double)acc.stalled);
   vl_gauge(vl, "bytes", "stalled_receivers", (double)acc.stalled_bytes);
+  if (st.on)
+    vl_derive(vl, "operations", "stalled_notifications_suppressed",
+              (int64_t)st.suppressed);
 }
 
 /* The scan: the BPF iterator where it loads, else sock_diag (one INFO

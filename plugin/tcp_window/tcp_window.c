@@ -19,7 +19,7 @@ static struct tcpw_cfg cfg;
 
 enum {
   K_THRESHOLD, K_STALLED_AFTER, K_CLAMPS, K_TRANSITIONS, K_TCP_MEMORY,
-  K_STALLED, K_STALLED_NOTIFY, K_NETNS, NKEYS
+  K_STALLED, K_STALLED_NOTIFY, K_STALLED_LIMIT, K_NETNS, NKEYS
 };
 static const struct cfg_key keys[NKEYS] = {
     /* rcv_ssthresh is a u32 */
@@ -44,6 +44,11 @@ static const struct cfg_key keys[NKEYS] = {
     [K_STALLED_NOTIFY] = {"StalledNotifications", CK_BOOL, .def = 1,
                           .doc = "a notification when a receiver stalls and "
                                  "when it ends"},
+    /* As OutlierLimit and DropLimit: a tenant stalling thousands of
+     * sockets at once must not turn into thousands of alerts a read. */
+    [K_STALLED_LIMIT] = {"StalledLimit", CK_INT, 1, 10000, 10,
+                         .doc = "stalled-receiver notifications a second, at "
+                                "most"},
     [K_NETNS] = {"NetworkNamespace", CK_STRING, .show = "host",
                  .doc = "host, all (with StalledReceivers false), or a "
                         "namespace's name or path"},
@@ -58,6 +63,7 @@ static void cfg_defaults(void) {
   cfg.tcp_memory = cfg_key_default(&block, K_TCP_MEMORY) != 0;
   cfg.stalled = cfg_key_default(&block, K_STALLED) != 0;
   cfg.stalled_notify = cfg_key_default(&block, K_STALLED_NOTIFY) != 0;
+  cfg.stalled_limit = (long long)cfg_key_default(&block, K_STALLED_LIMIT);
   cfg.transitions = cfg_key_default(&block, K_TRANSITIONS) != 0;
   cfg.netns = NULL;
 }
@@ -81,6 +87,8 @@ static int config_key(void *ctx, const oconfig_item_t *c, int k) {
     return cfg_key_bool(&keys[k], c, &cfg.stalled);
   case K_STALLED_NOTIFY:
     return cfg_key_bool(&keys[k], c, &cfg.stalled_notify);
+  case K_STALLED_LIMIT:
+    return cfg_key_int(&keys[k], c, &cfg.stalled_limit);
   case K_NETNS:
     return cfg_string(c, &cfg.netns);
   }
@@ -105,6 +113,12 @@ static int tcp_window_config(const oconfig_item_t *ci) {
   if (!errors && seen[K_STALLED_NOTIFY] && cfg.stalled_notify && !cfg.stalled) {
     E_ERROR("option \"StalledNotifications\" true in block <" BLOCK "> "
             "needs StalledReceivers true.");
+    errors++;
+  }
+  if (!errors && seen[K_STALLED_LIMIT] &&
+      !(cfg.stalled && cfg.stalled_notify)) {
+    E_ERROR("option \"StalledLimit\" in block <" BLOCK "> needs "
+            "StalledReceivers and StalledNotifications true.");
     errors++;
   }
   return errors ? -1 : 0;

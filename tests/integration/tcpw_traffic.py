@@ -19,6 +19,14 @@
   tcpw_traffic.py send PORT BYTES      sender: connects, sends BYTES, prints
                                        "sent LOCALPORT", holds the
                                        connection until stdin ends
+  tcpw_traffic.py many PORT N          N connections to PORT, none read
+                                       (raises its RLIMIT_NOFILE for the
+                                       2N + 1 descriptors); prints
+                                       "connected"; on "send" one small
+                                       write to each, in a burst ("sent
+                                       T0 T1", its wall times); on "close"
+                                       closes every receiver ("closed");
+                                       exits on EOF
 """
 import socket
 import sys
@@ -116,12 +124,43 @@ def send(port, nbytes):
     s.close()
 
 
+def many(port, n):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * n + 64
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(128)
+    senders, receivers = [], []
+    for _ in range(n):
+        senders.append(socket.create_connection(("127.0.0.1", port)))
+        receivers.append(ls.accept()[0])
+    ls.close()
+    print("connected", flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "send":
+            t0 = time.time()
+            for s in senders:
+                s.send(b"z" * 100)
+            print("sent %.6f %.6f" % (t0, time.time()), flush=True)
+        elif cmd == "close":
+            for c in receivers:
+                c.close()
+            print("closed", flush=True)
+
+
 if __name__ == "__main__":
     mode, port = sys.argv[1], int(sys.argv[2])
     if mode == "recv":
         recv(port, sys.argv[3])
     elif mode == "send":
         send(port, int(sys.argv[3]))
+    elif mode == "many":
+        many(port, int(sys.argv[3]))
     elif mode == "stall":
         stall(port, int(sys.argv[3]))
     else:

@@ -179,6 +179,12 @@ static const struct kcase cases[] = {
     S1("WindowClamp", "StalledNotifications", "off", true),
     N1("WindowClamp", "StalledNotifications", 1, false),
     S1("WindowClamp", "StalledNotifications", "sometimes", false),
+    N1("WindowClamp", "StalledLimit", 1, true),
+    N1("WindowClamp", "StalledLimit", 10000, true),
+    N1("WindowClamp", "StalledLimit", 0, false),
+    N1("WindowClamp", "StalledLimit", 10001, false),
+    N1("WindowClamp", "StalledLimit", 2.5, false),
+    S1("WindowClamp", "StalledLimit", "10", false),
     S1("WindowClamp", "NetworkNamespace", "x", true),
     /* sock_diag reads one namespace: "all" needs StalledReceivers false */
     S1("WindowClamp", "NetworkNamespace", "all", false),
@@ -250,6 +256,28 @@ DEF_TEST(stalled_notifications_need_the_scan) {
     CHECK_EQ_INT(explicit_on, config_errors);
     CHECK((mock_log_find(LOG_ERR, "\"StalledNotifications\"") >= 0) ==
           explicit_on);
+    ebpf_shutdown();
+    mock_ci_free(root);
+  }
+  return 0;
+}
+
+/* StalledLimit limits the stalled-receiver notifications: with either
+ * StalledReceivers or StalledNotifications false, an error naming it. */
+DEF_TEST(stalled_limit_needs_the_notifications) {
+  static const char *const off[] = {NULL, "StalledReceivers",
+                                    "StalledNotifications"};
+  for (int i = 0; i < 3; i++) {
+    oconfig_item_t *root = mock_ci("Plugin");
+    oconfig_item_t *b = mock_ci("WindowClamp");
+    if (off[i])
+      mock_child(b, mock_bool(mock_ci(off[i]), 0));
+    mock_child(b, mock_num(mock_ci("StalledLimit"), 50));
+    mock_child(root, b);
+    mock_reset();
+    ebpf_config(root);
+    CHECK_EQ_INT(i ? 1 : 0, config_errors);
+    CHECK((mock_log_find(LOG_ERR, "\"StalledLimit\"") >= 0) == (i != 0));
     ebpf_shutdown();
     mock_ci_free(root);
   }
@@ -499,6 +527,7 @@ static const struct bkey bkeys[] = {
     {"WindowClamp", "TcpMemory", VB(1), VN(5), VS("maybe"), false},
     {"WindowClamp", "StalledReceivers", VB(1), VN(5), VS("maybe"), false},
     {"WindowClamp", "StalledNotifications", VB(1), VN(5), VS("maybe"), false},
+    {"WindowClamp", "StalledLimit", VN(10), VS("10"), VN(0), false},
     {"WindowClamp", "NetworkNamespace", VS("x"), VN(1), VS("no-such-netns-ebpf-test"), false},
 };
 
@@ -681,6 +710,7 @@ int main(void) {
   RUN_TEST(every_key_good_and_bad);
   RUN_TEST(repeated_key_refused);
   RUN_TEST(stalled_notifications_need_the_scan);
+  RUN_TEST(stalled_limit_needs_the_notifications);
   RUN_TEST(cost_budget_needs_auto);
   RUN_TEST(unknown_block_and_init_fails);
   RUN_TEST(instance_names);

@@ -23,7 +23,8 @@
 static int kernel_end = -1; /* the stand-in kernel's end of the pair */
 /* The settings the reads see: the defaults (StalledAfter 60). */
 static struct tcpw_cfg test_cfg = {
-    .stalled_after = 60, .stalled = true, .stalled_notify = true};
+    .stalled_after = 60, .stalled = true, .stalled_notify = true,
+    .stalled_limit = 10};
 static value_list_t tw; /* the values' identity */
 
 /* One datagram of replies. */
@@ -519,6 +520,134 @@ DEF_TEST(bounded_tracking) {
   return 0;
 }
 
+/* Many sockets in one dump: datagrams of 8 (a socket is ~330 bytes). */
+static void read_many(const struct sock_desc *k, size_t n) {
+  uint32_t seq = tcpw_diag.seq + 1;
+  for (size_t i = 0;; i += 8) {
+    struct dgram d = {.len = 0};
+    for (size_t j = i; j < n && j < i + 8; j++)
+      add_sock_full(&d, seq, 0, &k[j]);
+    if (i + 8 >= n)
+      add_done(&d, seq, 0);
+    queue(&d);
+    if (i + 8 >= n)
+      break;
+  }
+  tcpw_stalled_read(&tw);
+  uint32_t seqs[8];
+  requests(seqs);
+}
+
+static int64_t suppressed_value(void) {
+  const struct mock_value *v = mock_find("tcp_window", "", "operations",
+                                         "stalled_notifications_suppressed");
+  return v ? v->v.derive : -1;
+}
+
+/* The local port of notification i, and whether it is a WARNING. */
+static int notif_port(int i, bool *warning) {
+  const char *l = strstr(mock_notifs[i].n.message, "local=127.0.0.1:");
+  *warning = mock_notifs[i].n.severity == NOTIF_WARNING;
+  return l ? atoi(l + 16) : -1;
+}
+
+/* StalledLimit 1 at a 10 s interval: 10 notifications a read. 25 sockets
+ * stall at once: the first 10 (by cookie) are notified, 15 counted as
+ * suppressed; the next read the next 10 of them, oldest due first, before
+ * a socket that stalled since (counted once, however many reads it
+ * waits); one that closes before its turn gets nothing, neither WARNING
+ * nor OKAY. When all close, the 25 OKAYs go 10 a read, and only the
+ * notified get one. */
+DEF_TEST(limit_holds_back_oldest_first) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  test_cfg.stalled_limit = 1;
+  struct sock_desc k[26];
+  for (int i = 0; i < 26; i++)
+    k[i] = (struct sock_desc){.cookie = 1 + (uint64_t)i, .rqueue = 1,
+                              .last_ms = 600000, .family = AF_INET,
+                              .src = "127.0.0.1", .dst = "127.0.0.1",
+                              .sport = (uint16_t)(2000 + i), .dport = 9};
+  read_many(k, 25);
+  CHECK_EQ_INT(25, stalled_count_value()->v.gauge);
+  CHECK_EQ_INT(10, mock_nnotif);
+  CHECK_EQ_INT(15, suppressed_value());
+  CHECK(mock_log_find(LOG_NOTICE, "than StalledLimit allows (1 a second)") >= 0);
+  bool w;
+  for (int i = 0; i < 10; i++)
+    CHECK(notif_port(i, &w) == 2000 + i && w);
+  /* 2019 closed before its turn; 2025 stalls now. */
+  struct sock_desc k2[25];
+  memcpy(k2, k, 19 * sizeof(*k));
+  memcpy(k2 + 19, k + 20, 6 * sizeof(*k));
+  read_many(k2, 25);
+  CHECK_EQ_INT(20, mock_nnotif);
+  CHECK_EQ_INT(16, suppressed_value());
+  for (int i = 10; i < 20; i++)
+    CHECK(notif_port(i, &w) == (i < 19 ? 2000 + i : 2020) && w);
+  read_many(k2, 25); /* the last 5: 2021 ... 2024, and 2025 */
+  CHECK_EQ_INT(25, mock_nnotif);
+  for (int i = 20; i < 25; i++)
+    CHECK(notif_port(i, &w) == 2021 + (i - 20) && w);
+  CHECK_EQ_INT(16, suppressed_value());
+  read_with(NULL, 0); /* all closed: 25 OKAYs due */
+  CHECK_EQ_INT(35, mock_nnotif);
+  CHECK_EQ_INT(31, suppressed_value());
+  read_with(NULL, 0);
+  read_with(NULL, 0);
+  read_with(NULL, 0);
+  CHECK_EQ_INT(50, mock_nnotif);
+  int okays[26] = {0};
+  for (int i = 25; i < 50; i++) {
+    int port = notif_port(i, &w);
+    CHECK(!w && port >= 2000 && port < 2026 && port != 2019);
+    CHECK(strstr(mock_notifs[i].n.message, "receiver=closed "));
+    okays[port - 2000]++;
+  }
+  for (int i = 0; i < 26; i++)
+    CHECK_EQ_INT(i == 19 ? 0 : 1, okays[i]);
+  CHECK_EQ_INT(31, suppressed_value());
+  CHECK_EQ_INT(0, (int)st.n);
+  test_cfg.stalled_limit = 10;
+  st_free();
+  teardown();
+  return 0;
+}
+
+/* An OKAY that waits and whose socket stalls again is not sent: its
+ * WARNING stands, and a later end gets one OKAY. */
+DEF_TEST(waiting_okay_then_stalled_again) {
+  CHECK_EQ_INT(0, setup());
+  CHECK_EQ_INT(0, st_init());
+  test_cfg.stalled_limit = 1;
+  struct sock_desc k[11], r[11];
+  for (int i = 0; i < 11; i++) {
+    k[i] = (struct sock_desc){.cookie = 50 + (uint64_t)i, .rqueue = 1,
+                              .last_ms = 600000, .family = AF_INET,
+                              .src = "127.0.0.1", .dst = "127.0.0.1",
+                              .sport = (uint16_t)(3000 + i), .dport = 9};
+    r[i] = k[i];
+    r[i].rqueue = 0;
+    r[i].last_ms = 1;
+  }
+  read_many(k, 11);
+  read_many(k, 11);
+  CHECK_EQ_INT(11, mock_nnotif);
+  read_many(r, 11); /* all read: 10 OKAYs, 3010's waits */
+  CHECK_EQ_INT(21, mock_nnotif);
+  read_many(k + 10, 1); /* 3010 stalled again, the others closed */
+  CHECK_EQ_INT(21, mock_nnotif);
+  read_with(NULL, 0);
+  CHECK_EQ_INT(22, mock_nnotif);
+  bool w;
+  CHECK(notif_port(21, &w) == 3010 && !w);
+  CHECK(strstr(mock_notifs[21].n.message, "receiver=closed "));
+  test_cfg.stalled_limit = 10;
+  st_free();
+  teardown();
+  return 0;
+}
+
 int main(void) {
   tl_prog = "tcp_window_diag_test";
   /* The owners by the /proc scan, whose cap these cases test (the BPF
@@ -533,5 +662,7 @@ int main(void) {
   RUN_TEST(one_identifier_per_socket);
   RUN_TEST(interrupted_dumps_notify_nothing);
   RUN_TEST(bounded_tracking);
+  RUN_TEST(limit_holds_back_oldest_first);
+  RUN_TEST(waiting_okay_then_stalled_again);
   END_TEST;
 }
