@@ -1,5 +1,5 @@
-/* The stalled-receivers reader of plugin/tcp_window/ against a stand-in
- * for the kernel: one end of an AF_UNIX datagram socket pair takes the
+/* The stalled-receivers reader of plugin/tcp_window/ (and the marked
+ * scans' exact requests, marks.c) against a stand-in for the kernel: one end of an AF_UNIX datagram socket pair takes the
  * place of the NETLINK_SOCK_DIAG socket (one send() = one datagram = one
  * recv(), as with netlink), and the test queues the kernel's replies on
  * the other end before the read. What is checked is what the read
@@ -9,6 +9,7 @@
 #include "../../plugin/tcp_window/sockdiag.c"
 #include "../../plugin/tcp_window/stalled.c"
 #include "../../plugin/tcp_window/owners.c"
+#include "../../plugin/tcp_window/marks.c"
 
 #include "mock_collectd.h"
 #include "testlib.h"
@@ -68,6 +69,7 @@ struct sock_desc {
   uint8_t family;
   const char *src, *dst;
   uint16_t sport, dport;
+  uint32_t bound_if; /* idiag_if: the device it is bound to */
 };
 
 static void add_sock_full(struct dgram *d, uint32_t seq, uint16_t flags,
@@ -85,6 +87,7 @@ static void add_sock_full(struct dgram *d, uint32_t seq, uint16_t flags,
   m.id.idiag_dport = htons(k->dport);
   m.id.idiag_cookie[0] = (uint32_t)k->cookie;
   m.id.idiag_cookie[1] = (uint32_t)(k->cookie >> 32);
+  m.id.idiag_if = k->bound_if;
   inet_pton(k->family, k->src, m.id.idiag_src);
   inet_pton(k->family, k->dst, m.id.idiag_dst);
   put(d, &m, sizeof(m));
@@ -648,6 +651,92 @@ DEF_TEST(waiting_okay_then_stalled_again) {
   return 0;
 }
 
+/* ---------------------------------------------------- marked scans */
+
+/* The reply to one exact request: a SOCK_DIAG_BY_FAMILY message. */
+static void add_exact(struct dgram *d, uint32_t seq, const struct sock_desc *k) {
+  size_t start = d->len;
+  add_sock_full(d, seq, 0, k);
+  uint16_t type = SOCK_DIAG_BY_FAMILY;
+  memcpy(d->b + start + offsetof(struct nlmsghdr, nlmsg_type), &type,
+         sizeof(type));
+}
+
+/* The exact requests sent since the last call (datagrams of several). */
+static int exact_requests(struct inet_diag_req_v2 r[8]) {
+  unsigned char b[4096];
+  const size_t step = NLMSG_ALIGN(NLMSG_LENGTH(sizeof(*r)));
+  ssize_t got;
+  int n = 0;
+  while ((got = recv(kernel_end, b, sizeof(b), MSG_DONTWAIT)) > 0)
+    for (size_t at = 0; at + step <= (size_t)got; at += step, n++)
+      if (n < 8)
+        memcpy(&r[n], b + at + NLMSG_HDRLEN, sizeof(*r));
+  return n;
+}
+
+/* One announcement, as netstacklat's program writes it. */
+static void announce(const struct sock_desc *k) {
+  struct tcpw_mark_rec r = {.bound_dev_if = k->bound_if,
+                            .sport = k->sport, .dport = k->dport,
+                            .family = k->family};
+  inet_pton(k->family, k->src, r.src);
+  inet_pton(k->family, k->dst, r.dst);
+  marks_on_rec(NULL, &r, sizeof(r));
+}
+
+static void collect_each(const struct diag_sock *s, void *arg) {
+  struct diag_sock *out = arg;
+  if (s)
+    *out = *s;
+}
+
+/* Issue 34, item 2: a socket bound to a device (SO_BINDTODEVICE's
+ * children, a VRF's, IPv6 link-local sessions) is found by an exact
+ * request only when it names the device in idiag_if. The seeding walk's
+ * socket is asked about by the device its dump reply gave, an announced
+ * one by the device its record gave. */
+DEF_TEST(marks_requests_name_the_bound_device) {
+  CHECK_EQ_INT(0, setup());
+  tcpw_marks_free(); /* nothing kept from an earlier case */
+  struct sock_desc k[2] = {
+      {.cookie = 31, .rqueue = 3000, .last_ms = 600000, .family = AF_INET6,
+       .src = "fe80::1", .dst = "fe80::2", .sport = 6700, .dport = 40001,
+       .bound_if = 7},
+      {.cookie = 32, .rqueue = 3000, .last_ms = 600000, .family = AF_INET,
+       .src = "10.0.0.2", .dst = "10.0.0.1", .sport = 6700, .dport = 40002,
+       .bound_if = 9}};
+  struct diag_sock last = {0};
+  struct stall_acc acc = {.each = collect_each, .arg = &last};
+  uint32_t seq = tcpw_diag.seq + 1, seqs[8];
+  struct dgram d = {.len = 0};
+  add_sock_full(&d, seq, 0, &k[0]);
+  add_done(&d, seq, 0);
+  queue(&d);
+  mk.epoch = 1;
+  CHECK_EQ_INT(0, marks_scan(60000, &acc, true)); /* the seeding walk */
+  CHECK_EQ_INT(1, requests(seqs));
+  CHECK_EQ_U64(7, last.bound_if);
+  mk.epoch = 2;
+  announce(&k[1]);
+  seq = tcpw_diag.seq + 1;
+  d.len = 0;
+  add_exact(&d, seq, &k[0]);
+  add_exact(&d, seq + 1, &k[1]);
+  queue(&d);
+  CHECK_EQ_INT(0, marks_scan(60000, &acc, false));
+  struct inet_diag_req_v2 r[8];
+  CHECK_EQ_INT(2, exact_requests(r));
+  for (int i = 0; i < 2; i++) { /* sorted: AF_INET first */
+    CHECK_EQ_U64(k[1 - i].bound_if, r[i].id.idiag_if);
+    CHECK_EQ_U64(k[1 - i].dport, ntohs(r[i].id.idiag_dport));
+  }
+  CHECK_EQ_U64(2, acc.stalled);
+  tcpw_marks_free();
+  teardown();
+  return 0;
+}
+
 int main(void) {
   tl_prog = "tcp_window_diag_test";
   /* The owners by the /proc scan, whose cap these cases test (the BPF
@@ -664,5 +753,6 @@ int main(void) {
   RUN_TEST(bounded_tracking);
   RUN_TEST(limit_holds_back_oldest_first);
   RUN_TEST(waiting_okay_then_stalled_again);
+  RUN_TEST(marks_requests_name_the_bound_device);
   END_TEST;
 }
