@@ -56,6 +56,10 @@ struct tcpw_mark_rec {
    * request must name it in idiag_if, or the kernel's lookup misses the
    * socket. */
   __u32 bound_dev_if;
+  /* The epoch it was announced in: one announced after tcp_window bumped
+   * the epoch is not announced again before the next bump, so tcp_window
+   * asks about it at the next scan too. */
+  __u32 epoch;
   __u16 sport;           /* host order (skc_num): the local port */
   __u16 dport;           /* host order */
   __u8 family;           /* AF_INET or AF_INET6 */

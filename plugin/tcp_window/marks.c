@@ -66,6 +66,10 @@ static struct {
   size_t ncand, cand_cap;
   struct mark_tuple *keep; /* this scan's sockets with unread data */
   size_t nkeep, keep_cap;
+  /* Announced in this scan's epoch (after its bump): not announced again
+   * before the next bump, so the next scan asks about them too. */
+  struct mark_tuple *fresh;
+  size_t nfresh, fresh_cap;
   bool overflow;          /* more than MARKS_MAX announced */
   /* The notifications' callback, called from marks_each. */
   void (*each)(const struct diag_sock *s, void *arg);
@@ -119,7 +123,12 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
   }
   struct mark_tuple t =
       tuple_of(r.family, r.sport, r.dport, r.src, r.dst, r.bound_dev_if);
-  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t))
+  /* Written after this scan's epoch bump: this scan may ask about it
+   * before the data that will stall it arrives, and it is not announced
+   * again in this epoch. */
+  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t) ||
+      (r.epoch == mk.epoch &&
+       tuple_push(&mk.fresh, &mk.nfresh, &mk.fresh_cap, &t)))
     mk.overflow = true;
   return 0;
 }
@@ -146,6 +155,7 @@ void tcpw_marks_free(void) {
   ebpf_ring_close(&mk.ring);
   free(mk.cand);
   free(mk.keep);
+  free(mk.fresh);
   mk = (typeof(mk)){0};
 }
 
@@ -265,6 +275,10 @@ static int marks_scan(uint32_t ms, struct stall_acc *acc, bool walk) {
   acc->each = mk.each;
   acc->arg = mk.arg;
   mk.ncand = 0;
+  for (size_t i = 0; i < mk.nfresh; i++)
+    if (tuple_push(&mk.keep, &mk.nkeep, &mk.keep_cap, &mk.fresh[i]))
+      mk.overflow = true;
+  mk.nfresh = 0;
   if (err || mk.overflow) {
     mk.nkeep = 0;
     mk.walk_due = 0; /* what has unread data is not known: walk next time */
@@ -279,7 +293,10 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
     return walk_count(ms, acc);
   /* A new epoch first: data given to a socket from here on announces it
    * again, for the next scan; what came before is announced already, in
-   * the ring buffer, or seen by this scan's requests. */
+   * the ring buffer, or seen by this scan's requests. A socket announced
+   * between the bump and the end of the read below is asked about by this
+   * scan and the next (mk.fresh): its slot holds the new epoch, so data
+   * that comes after this scan's request would not announce it again. */
   uint64_t lost = 0;
   if (++mk.epoch == 0)
     mk.epoch = 1;
