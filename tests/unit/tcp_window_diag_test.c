@@ -685,6 +685,19 @@ static void announce(const struct sock_desc *k, uint32_t epoch) {
   marks_on_rec(NULL, &r, sizeof(r));
 }
 
+/* A marked scan whose exact requests the stand-in kernel answers with
+ * k[0..n): the number of requests it sent (into r), -1 when it failed. */
+static int marked_scan(const struct sock_desc *k, size_t n,
+                       struct stall_acc *acc, struct inet_diag_req_v2 r[8]) {
+  struct dgram d = {.len = 0};
+  for (size_t i = 0; i < n; i++)
+    add_exact(&d, tcpw_diag.seq + 1 + (uint32_t)i, &k[i]);
+  queue(&d);
+  if (marks_scan(60000, acc, false) != 0)
+    return -1;
+  return exact_requests(r);
+}
+
 static void collect_each(const struct diag_sock *s, void *arg) {
   struct diag_sock *out = arg;
   if (s)
@@ -719,14 +732,8 @@ DEF_TEST(marks_requests_name_the_bound_device) {
   CHECK_EQ_U64(7, last.bound_if);
   mk.epoch = 2;
   announce(&k[1], 1);
-  seq = tcpw_diag.seq + 1;
-  d.len = 0;
-  add_exact(&d, seq, &k[0]);
-  add_exact(&d, seq + 1, &k[1]);
-  queue(&d);
-  CHECK_EQ_INT(0, marks_scan(60000, &acc, false));
   struct inet_diag_req_v2 r[8];
-  CHECK_EQ_INT(2, exact_requests(r));
+  CHECK_EQ_INT(2, marked_scan(k, 2, &acc, r));
   for (int i = 0; i < 2; i++) { /* sorted: AF_INET first */
     CHECK_EQ_U64(k[1 - i].bound_if, r[i].id.idiag_if);
     CHECK_EQ_U64(k[1 - i].dport, ntohs(r[i].id.idiag_dport));
@@ -757,24 +764,14 @@ DEF_TEST(marks_announced_after_the_bump_asked_again) {
   mk.epoch = 5;
   announce(&k[0], 5); /* after this scan's bump */
   announce(&k[1], 4); /* before it */
-  uint32_t seq = tcpw_diag.seq + 1;
-  struct dgram d = {.len = 0};
-  add_exact(&d, seq, &k[0]);
-  add_exact(&d, seq + 1, &k[1]);
-  queue(&d);
-  CHECK_EQ_INT(0, marks_scan(60000, &acc, false));
   struct inet_diag_req_v2 r[8];
-  CHECK_EQ_INT(2, exact_requests(r));
+  CHECK_EQ_INT(2, marked_scan(k, 2, &acc, r));
   CHECK_EQ_U64(0, acc.stalled);
   /* The next scan, nothing announced: 3,000 bytes stalled on the first. */
   mk.epoch = 6;
   k[0].rqueue = 3000;
   k[0].last_ms = 600000;
-  d.len = 0;
-  add_exact(&d, tcpw_diag.seq + 1, &k[0]);
-  queue(&d);
-  CHECK_EQ_INT(0, marks_scan(60000, &acc, false));
-  CHECK_EQ_INT(1, exact_requests(r));
+  CHECK_EQ_INT(1, marked_scan(k, 1, &acc, r));
   CHECK_EQ_U64(6800, ntohs(r[0].id.idiag_sport));
   CHECK_EQ_U64(1, acc.stalled);
   CHECK_EQ_U64(3000, acc.stalled_bytes);
