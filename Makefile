@@ -181,11 +181,11 @@ $(BUILD)/tests/config_test $(BUILD)/tests/keys_test: $(BUILD)/tests/%: tests/uni
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/unit/mock_collectd.c $(filter %.o,$^) $< -o $@ -lbpf -lelf -lz -lm
 
 # These include one plugin source (test:source) or several joined by '+'
-# (test:a/x+a/y; tcp_window's sockdiag.c, stalled.c and owners.c: the
-# sock_diag reader against a stand-in kernel; netstacklat's parts: its
-# config, dispatch and the groups' names), and link the other objects:
-# none of the included sources'.
-UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp_window/owners \
+# (test:a/x+a/y; tcp_window's sockdiag.c, stalled.c, owners.c and
+# marks.c: the sock_diag reader and the marked scans against a stand-in
+# kernel; netstacklat's parts: its config, dispatch and the groups'
+# names), and link the other objects: none of the included sources'.
+UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp_window/owners+tcp_window/marks \
 	netstacklat_test:netstacklat/config+netstacklat/read+netstacklat/groups \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \

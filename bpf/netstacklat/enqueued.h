@@ -59,6 +59,9 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   __u16 family = RD(probed, sk, __sk_common.skc_family);
   __builtin_memset(r, 0, sizeof(*r));
   r->family = (__u8)family;
+  /* In the line of skc_state and skc_hash, read above. */
+  r->bound_dev_if = RD(probed, sk, __sk_common.skc_bound_dev_if);
+  r->epoch = epoch;
   r->sport = RD(probed, sk, __sk_common.skc_num);
   r->dport = bpf_ntohs(RD(probed, sk, __sk_common.skc_dport));
   sk_addrs(sk, family, r->src, r->dst);

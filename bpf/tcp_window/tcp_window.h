@@ -26,6 +26,7 @@ struct tcpw_scan_rec {
   __u32 inode;          /* sock_i_ino(); 0: no file refers to it */
   __u32 rqueue;         /* max(rcv_nxt - copied_seq, 0): idiag_rqueue */
   __u32 last_data_recv; /* ms: tcpi_last_data_recv */
+  __u32 bound_dev_if;   /* skc_bound_dev_if: sock_diag's idiag_if */
   __u16 sport;          /* host order (skc_num) */
   __u16 dport;          /* host order */
   __u8 family;          /* AF_INET or AF_INET6 */
@@ -50,6 +51,15 @@ struct tcpw_mark_slot {
 };
 
 struct tcpw_mark_rec {
+  /* skc_bound_dev_if: the device a socket is bound to (SO_BINDTODEVICE,
+   * a VRF, an IPv6 link-local address), 0 for none. An exact sock_diag
+   * request must name it in idiag_if, or the kernel's lookup misses the
+   * socket. */
+  __u32 bound_dev_if;
+  /* The epoch it was announced in: one announced after tcp_window bumped
+   * the epoch is not announced again before the next bump, so tcp_window
+   * asks about it at the next scan too. */
+  __u32 epoch;
   __u16 sport;           /* host order (skc_num): the local port */
   __u16 dport;           /* host order */
   __u8 family;           /* AF_INET or AF_INET6 */

@@ -44,11 +44,16 @@ static int walk_count(uint32_t ms, struct stall_acc *acc) {
 #define MARKS_MAX 2048
 #define MARKS_BATCH 64 /* exact requests per send(): replies fit rcvbuf */
 
+/* A socket to ask about: what an exact request names. */
 struct mark_tuple {
   uint8_t family, pad;
   uint16_t sport, dport; /* host order; sport is the local port */
   uint16_t pad2;
   uint8_t src[16], dst[16];
+  /* The device it is bound to, or 0: the kernel's lookup skips a socket
+   * bound to a device (SO_BINDTODEVICE, a VRF, an IPv6 link-local
+   * address) unless the request names that device in idiag_if. */
+  uint32_t bound_if;
 };
 
 static struct {
@@ -61,6 +66,10 @@ static struct {
   size_t ncand, cand_cap;
   struct mark_tuple *keep; /* this scan's sockets with unread data */
   size_t nkeep, keep_cap;
+  /* Announced in this scan's epoch (after its bump): not announced again
+   * before the next bump, so the next scan asks about them too. */
+  struct mark_tuple *fresh;
+  size_t nfresh, fresh_cap;
   bool overflow;          /* more than MARKS_MAX announced */
   /* The notifications' callback, called from marks_each. */
   void (*each)(const struct diag_sock *s, void *arg);
@@ -91,6 +100,16 @@ static int tuple_cmp(const void *a, const void *b) {
   return memcmp(a, b, sizeof(struct mark_tuple));
 }
 
+static struct mark_tuple tuple_of(uint8_t family, uint16_t sport,
+                                  uint16_t dport, const uint8_t src[16],
+                                  const uint8_t dst[16], uint32_t bound_if) {
+  struct mark_tuple t = {.family = family, .sport = sport, .dport = dport,
+                         .bound_if = bound_if};
+  memcpy(t.src, src, sizeof(t.src));
+  memcpy(t.dst, dst, sizeof(t.dst));
+  return t;
+}
+
 /* ring_buffer callback: one announced socket. */
 static int marks_on_rec(void *ctx, void *data, size_t size) {
   (void)ctx;
@@ -102,11 +121,14 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
     mk.overflow = true;
     return 0;
   }
-  struct mark_tuple t = {.family = r.family, .sport = r.sport,
-                         .dport = r.dport};
-  memcpy(t.src, r.src, sizeof(t.src));
-  memcpy(t.dst, r.dst, sizeof(t.dst));
-  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t))
+  struct mark_tuple t =
+      tuple_of(r.family, r.sport, r.dport, r.src, r.dst, r.bound_dev_if);
+  /* Written after this scan's epoch bump: this scan may ask about it
+   * before the data that will stall it arrives, and it is not announced
+   * again in this epoch. */
+  if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t) ||
+      (r.epoch == mk.epoch &&
+       tuple_push(&mk.fresh, &mk.nfresh, &mk.fresh_cap, &t)))
     mk.overflow = true;
   return 0;
 }
@@ -118,10 +140,8 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
 static void marks_each(const struct diag_sock *s, void *arg) {
   (void)arg;
   if (s && s->rqueue > 0) {
-    struct mark_tuple t = {.family = s->family, .sport = s->sport,
-                           .dport = s->dport};
-    memcpy(t.src, s->src, sizeof(t.src));
-    memcpy(t.dst, s->dst, sizeof(t.dst));
+    struct mark_tuple t = tuple_of(s->family, s->sport, s->dport, s->src,
+                                   s->dst, s->bound_if);
     if (tuple_push(&mk.keep, &mk.nkeep, &mk.keep_cap, &t))
       mk.overflow = true;
   }
@@ -135,6 +155,7 @@ void tcpw_marks_free(void) {
   ebpf_ring_close(&mk.ring);
   free(mk.cand);
   free(mk.keep);
+  free(mk.fresh);
   mk = (typeof(mk)){0};
 }
 
@@ -185,6 +206,7 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
       req[i].r.id.idiag_dport = htons(t->dport);
       memcpy(req[i].r.id.idiag_src, t->src, sizeof(t->src));
       memcpy(req[i].r.id.idiag_dst, t->dst, sizeof(t->dst));
+      req[i].r.id.idiag_if = t->bound_if;
       req[i].r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
       req[i].r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
     }
@@ -218,30 +240,10 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
   return 0;
 }
 
-/* One whole count of the sockets into *acc: a marked scan where it can
- * run, else a whole walk. 0 or a negative errno (after one WARNING). */
-int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
-  if (!mk.on)
-    return walk_count(ms, acc);
-  /* A new epoch first: data given to a socket from here on announces it
-   * again, for the next scan; what came before is announced already, in
-   * the ring buffer, or seen by this scan's requests. */
-  uint64_t lost = 0;
-  if (++mk.epoch == 0)
-    mk.epoch = 1;
-  if (netstacklat_stalled_epoch(mk.epoch, &lost) != 0) {
-    E_INFO(FEATURE ": netstacklat stopped; stalled receivers are found by "
-           "a whole walk again.");
-    tcpw_marks_free();
-    return walk_count(ms, acc);
-  }
-  mk.overflow = false;
-  /* At most what the ring holds: a read that stops leaves announcements
-   * unread, so this scan walks every socket. */
-  if (ebpf_ring_read(&mk.ring, ebpf_ring_budget_ns()) < 0 || mk.ring.stopped)
-    mk.overflow = true;
-  bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
-  mk.lost = lost;
+/* The scan after the epoch bump and the ring buffer's read: a whole walk
+ * when `walk` (or too many to ask about), else the exact requests about
+ * the announced and the kept sockets. 0 or a negative errno. */
+static int marks_scan(uint32_t ms, struct stall_acc *acc, bool walk) {
   /* The kept sockets join the announced ones, once each. */
   for (size_t i = 0; !walk && i < mk.nkeep; i++)
     if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &mk.keep[i]))
@@ -273,11 +275,45 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
   acc->each = mk.each;
   acc->arg = mk.arg;
   mk.ncand = 0;
+  for (size_t i = 0; i < mk.nfresh; i++)
+    if (tuple_push(&mk.keep, &mk.nkeep, &mk.keep_cap, &mk.fresh[i]))
+      mk.overflow = true;
+  mk.nfresh = 0;
   if (err || mk.overflow) {
     mk.nkeep = 0;
     mk.walk_due = 0; /* what has unread data is not known: walk next time */
   }
   return err;
+}
+
+/* One whole count of the sockets into *acc: a marked scan where it can
+ * run, else a whole walk. 0 or a negative errno (after one WARNING). */
+int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
+  if (!mk.on)
+    return walk_count(ms, acc);
+  /* A new epoch first: data given to a socket from here on announces it
+   * again, for the next scan; what came before is announced already, in
+   * the ring buffer, or seen by this scan's requests. A socket announced
+   * between the bump and the end of the read below is asked about by this
+   * scan and the next (mk.fresh): its slot holds the new epoch, so data
+   * that comes after this scan's request would not announce it again. */
+  uint64_t lost = 0;
+  if (++mk.epoch == 0)
+    mk.epoch = 1;
+  if (netstacklat_stalled_epoch(mk.epoch, &lost) != 0) {
+    E_INFO(FEATURE ": netstacklat stopped; stalled receivers are found by "
+           "a whole walk again.");
+    tcpw_marks_free();
+    return walk_count(ms, acc);
+  }
+  mk.overflow = false;
+  /* At most what the ring holds: a read that stops leaves announcements
+   * unread, so this scan walks every socket. */
+  if (ebpf_ring_read(&mk.ring, ebpf_ring_budget_ns()) < 0 || mk.ring.stopped)
+    mk.overflow = true;
+  bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
+  mk.lost = lost;
+  return marks_scan(ms, acc, walk);
 }
 
 /* After tcpw_stalled_init and netstacklat's init: marked scans where they

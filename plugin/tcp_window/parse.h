@@ -27,6 +27,7 @@ struct diag_sock {
   uint32_t inode;          /* 0 for a socket no file refers to */
   uint32_t rqueue;         /* unread bytes (Recv-Q) */
   uint32_t last_data_recv; /* ms since data last arrived; when stalled */
+  uint32_t bound_if;       /* the device it is bound to (idiag_if), or 0 */
   uint16_t sport, dport;   /* host order; sport is the local port */
   uint8_t family;          /* AF_INET or AF_INET6 */
   uint8_t stalled;         /* counted as stalled */

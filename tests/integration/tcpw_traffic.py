@@ -16,9 +16,21 @@
                                        stdin "read" drains what is queued
                                        ("drained N"), "close" closes the
                                        socket unread ("closed"); exits on EOF
-  tcpw_traffic.py send PORT BYTES      sender: connects, sends BYTES, prints
-                                       "sent LOCALPORT", holds the
-                                       connection until stdin ends
+  tcpw_traffic.py send PORT BYTES [HOST]
+                                       sender: connects (to 127.0.0.1, or
+                                       HOST: "fe80::1%veth0" names the
+                                       scope), sends BYTES, prints "sent
+                                       LOCALPORT", holds the connection
+                                       until stdin ends
+  tcpw_traffic.py bound PORT DEV       receivers bound to a device: an IPv4
+                                       listener on PORT with SO_BINDTODEVICE
+                                       DEV and an IPv6 one on [::]:PORT (its
+                                       link-local children are bound by the
+                                       kernel); prints "listening", then
+                                       "accepted FAMILY PEERPORT" for each
+                                       connection, never reading; on "read"
+                                       drains them all ("drained N"); exits
+                                       on EOF
   tcpw_traffic.py many PORT N          N connections to PORT, none read
                                        (raises its RLIMIT_NOFILE for the
                                        2N + 1 descriptors); prints
@@ -28,6 +40,8 @@
                                        closes every receiver ("closed");
                                        exits on EOF
 """
+import os
+import select
 import socket
 import sys
 import threading
@@ -88,9 +102,18 @@ def stall(port, nbytes):
     c.close()
 
 
+def drain(socks):
+    got = 0
+    for c in socks:
+        while select.select([c], [], [], 0.2)[0]:
+            n = len(c.recv(1 << 16))
+            if not n:
+                break
+            got += n
+    return got
+
+
 def recv(port, comm):
-    import os
-    import select
     with open("/proc/self/comm", "w") as f:
         f.write(comm)
     ls = socket.socket()
@@ -104,24 +127,46 @@ def recv(port, comm):
     for line in sys.stdin:
         cmd = line.strip()
         if cmd == "read":
-            got = 0
-            while select.select([c], [], [], 0.2)[0]:
-                n = len(c.recv(1 << 16))
-                if not n:
-                    break
-                got += n
-            print("drained %d" % got, flush=True)
+            print("drained %d" % drain([c]), flush=True)
         elif cmd == "close":
             c.close()
             print("closed", flush=True)
 
 
-def send(port, nbytes):
-    s = socket.create_connection(("127.0.0.1", port))
+def send(port, nbytes, host="127.0.0.1"):
+    s = socket.create_connection((host, port))
     s.sendall(b"s" * nbytes)
     print("sent %d" % s.getsockname()[1], flush=True)
     sys.stdin.read()
     s.close()
+
+
+def bound(port, dev):
+    l4 = socket.socket()
+    l4.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, dev.encode())
+    l6 = socket.socket(socket.AF_INET6)
+    l6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    for ls, addr in ((l4, "0.0.0.0"), (l6, "::")):
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((addr, port))
+        ls.listen(8)
+    print("listening", flush=True)
+    conns, line = [], b""
+    while True:
+        for r in select.select([0, l4, l6], [], [])[0]:
+            if r != 0:
+                c, peer = r.accept()
+                conns.append(c)
+                print("accepted %d %d" % (4 if r is l4 else 6, peer[1]), flush=True)
+                continue
+            chunk = os.read(0, 4096)
+            if not chunk:
+                return
+            line += chunk
+            while b"\n" in line:
+                cmd, line = line.split(b"\n", 1)
+                if cmd.strip() == b"read":
+                    print("drained %d" % drain(conns), flush=True)
 
 
 def many(port, n):
@@ -158,7 +203,9 @@ if __name__ == "__main__":
     if mode == "recv":
         recv(port, sys.argv[3])
     elif mode == "send":
-        send(port, int(sys.argv[3]))
+        send(port, int(sys.argv[3]), *sys.argv[4:5])
+    elif mode == "bound":
+        bound(port, sys.argv[3])
     elif mode == "many":
         many(port, int(sys.argv[3]))
     elif mode == "stall":

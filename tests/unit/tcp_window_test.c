@@ -507,6 +507,7 @@ DEF_TEST(scanrec_counts_stalled) {
   r[3] = (struct tcpw_scan_rec){.cookie = 14, .inode = 104, .rqueue = 300,
                                 .last_data_recv = 60000, .family = AF_INET6};
   r[3].dst[15] = 1;
+  r[3].bound_dev_if = 7; /* SO_BINDTODEVICE, a VRF, IPv6 link-local */
   size_t len = sizeof(r) + 10; /* and the start of a fifth */
   unsigned char *c = malloc(len + 1);
   memcpy(c + 1, r, sizeof(r));
@@ -530,6 +531,7 @@ DEF_TEST(scanrec_counts_stalled) {
   CHECK(seen[0].src[0] == 127 && seen[0].src[3] == 1 && seen[0].dst[0] == 10);
   CHECK_EQ_U64(0, seen[2].last_data_recv); /* as the walk: 0 when empty */
   CHECK(seen[3].family == AF_INET6 && seen[3].dst[15] == 1);
+  CHECK(seen[0].bound_if == 0 && seen[3].bound_if == 7);
   /* less than one record: nothing used */
   memset(&acc, 0, sizeof(acc));
   CHECK_EQ_U64(0, scanrec_walk(c + 1, sizeof(r[0]) - 1, 0, &acc));
