@@ -78,28 +78,35 @@ int netns_enter_fd(int fd, int *back) {
   return 0;
 }
 
-/* The path is opened again at each entry, and what it names now must be
+/* The path is opened again at each use, and what it names now must be
  * the namespace resolved at start (the one the BPF filter counts): a
  * /proc/<pid>/ns/net whose pid was reused, or a /run/netns name deleted
  * and made again, names another namespace, which is not entered. */
-int netns_try_enter(const struct netns *ns, int *back) {
-  *back = -1;
-  if (ns->kind != NETNS_NAMED)
-    return 0;
+int netns_open(const struct netns *ns) {
   uint32_t now = 0;
   int fd = open_ns(ns->path, &now);
-  if (fd < 0)
+  if (fd < 0 || now == ns->inum)
     return fd;
-  int err = now == ns->inum ? netns_enter_fd(fd, back) : -ESTALE;
   close(fd);
   static uint32_t warned; /* the last other namespace said */
-  if (err == -ESTALE && warned != now)
+  if (warned != now)
     E_WARNING("%s names network namespace %u now, not %u as at start (a "
               "reused pid, or a name made again): it is not entered; "
               "restart collectd to follow the new one.",
               ns->path, now, ns->inum);
-  if (err == -ESTALE)
-    warned = now;
+  warned = now;
+  return -ESTALE;
+}
+
+int netns_try_enter(const struct netns *ns, int *back) {
+  *back = -1;
+  if (ns->kind != NETNS_NAMED)
+    return 0;
+  int fd = netns_open(ns);
+  if (fd < 0)
+    return fd;
+  int err = netns_enter_fd(fd, back);
+  close(fd);
   return err;
 }
 

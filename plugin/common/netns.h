@@ -29,6 +29,10 @@ int netns_resolve(const char *opt, const char *feature, struct netns *out);
 /* Inode number of collectd's own network namespace (0 if unknown). */
 uint32_t netns_self_inum(void);
 
+/* Open a NETNS_NAMED namespace's file: an fd (O_CLOEXEC) of the namespace
+ * resolved at start, or a negative errno; -ESTALE (after one WARNING per
+ * other namespace) when the path names another one now. */
+int netns_open(const struct netns *ns);
 /* Enter ns (NETNS_NAMED only; the others are collectd's own) on the calling
  * thread. *back is what netns_leave() needs, -1 when nothing was entered.
  * Returns 0 or a negative errno (after an ERROR). */
