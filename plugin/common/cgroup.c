@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* cgroup v2 for every feature of the ebpf plugin. See cgroup.h. */
+#define _GNU_SOURCE 1 /* O_PATH */
 #include "common/cgroup.h"
 
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 
 static char *cg2_root;
 static bool cg2_looked, cg2_root_is_slash;
+static bool warned_long; /* a cgroup path of PATH_MAX bytes or more */
 
 /* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
 static void unescape_mount(char *s) {
@@ -111,6 +114,34 @@ int cgroup_path_depth(const char *p) {
 
 static int cg2_root_fd = -1;
 
+/* fstatat() of a path below dfd of any length: the kernel refuses a path
+ * of PATH_MAX bytes or more (ENAMETOOLONG), so a longer one is walked in
+ * parts, each directory opened (O_PATH) below the last. */
+static int stat_below(int dfd, const char *rel, struct stat *st) {
+  int at = dfd;
+  while (strlen(rel) >= PATH_MAX) {
+    const char *cut = rel + PATH_MAX - 1;
+    while (cut > rel && *cut != '/')
+      cut--;
+    char part[PATH_MAX];
+    memcpy(part, rel, (size_t)(cut - rel));
+    part[cut - rel] = 0;
+    int fd = cut == rel ? -1
+                        : openat(at, part,
+                                 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (at != dfd)
+      close(at);
+    if (fd < 0)
+      return -1;
+    at = fd;
+    rel = cut + 1;
+  }
+  int r = fstatat(at, *rel ? rel : ".", st, AT_SYMLINK_NOFOLLOW);
+  if (at != dfd)
+    close(at);
+  return r;
+}
+
 uint64_t cgroup_id_of(const char *rel) {
   if (cg2_root_fd < 0) {
     const char *root = cgroup2_root();
@@ -123,8 +154,7 @@ uint64_t cgroup_id_of(const char *rel) {
   while (*rel == '/')
     rel++;
   struct stat st;
-  if (fstatat(cg2_root_fd, *rel ? rel : ".", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-      !S_ISDIR(st.st_mode))
+  if (stat_below(cg2_root_fd, rel, &st) != 0 || !S_ISDIR(st.st_mode))
     return 0;
   return (uint64_t)st.st_ino;
 }
@@ -140,6 +170,7 @@ void cgroup2_reset(void) {
   free(cg2_root);
   cg2_root = NULL;
   cg2_looked = cg2_root_is_slash = false;
+  warned_long = false;
 }
 
 int cgroup2_glob(const char *pattern,
@@ -245,9 +276,48 @@ static void tree_add(struct cgroup_tree *t, uint64_t id, const char *rel) {
   t->used += len;
 }
 
+/* The path of the walk, below the root: grown as deep as the tree goes.
+ * A path of PATH_MAX bytes or more (cgroups nested under long names) is
+ * kept whole, so that its name (by the hash of the whole path) is its own
+ * and cgroup_id_of() finds it again; before, it was cut at 4,095 bytes,
+ * where it matched nothing (a walk at every read) and every path below
+ * shared the one cut name. */
+struct walk_path {
+  char *s;
+  size_t cap;
+};
+
+static bool walk_path_put(struct walk_path *w, size_t at, const char *name) {
+  size_t need = at + 1 + strlen(name) + 1;
+  if (need > w->cap) {
+    size_t cap = w->cap ? w->cap : 1024;
+    while (cap < need)
+      cap *= 2;
+    char *s = realloc(w->s, cap);
+    if (!s)
+      return false;
+    w->s = s;
+    w->cap = cap;
+  }
+  snprintf(w->s + at, w->cap - at, "%s%s", at ? "/" : "", name);
+  return true;
+}
+
+static void say_long(const char *rel) {
+  if (warned_long)
+    return;
+  warned_long = true;
+  char name[EBPF_NAME_LEN];
+  cgroup_name(rel, name);
+  E_WARNING("cgroup %s: its path is %zu bytes long, past PATH_MAX (%d): it is "
+            "named by the hash of its whole path, and its files cannot be "
+            "opened by path (said for the first such cgroup only).",
+            name, strlen(rel), PATH_MAX);
+}
+
 /* Depth-first walk of the cgroup2 tree: directories only. */
-static void tree_walk(struct cgroup_tree *t, int dfd, const char *rel,
-                      int depth) {
+static void tree_walk(struct cgroup_tree *t, int dfd, struct walk_path *w,
+                      size_t len, int depth) {
   DIR *d = fdopendir(dfd);
   if (!d) {
     close(dfd);
@@ -255,18 +325,20 @@ static void tree_walk(struct cgroup_tree *t, int dfd, const char *rel,
   }
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.')
+    if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+        !walk_path_put(w, len, e->d_name))
       continue;
-    char sub[4096];
-    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name);
     int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
       continue;
+    size_t sublen = strlen(w->s + len) + len;
+    if (sublen >= PATH_MAX)
+      say_long(w->s);
     struct stat st;
     if (fstat(fd, &st) == 0)
-      tree_add(t, (uint64_t)st.st_ino, sub);
+      tree_add(t, (uint64_t)st.st_ino, w->s);
     if (depth < 64)
-      tree_walk(t, fd, sub, depth + 1);
+      tree_walk(t, fd, w, sublen, depth + 1);
     else
       close(fd);
   }
@@ -287,7 +359,9 @@ void cgroup_tree_refresh(struct cgroup_tree *t) {
   struct stat st;
   if (fstat(fd, &st) == 0)
     tree_add(t, (uint64_t)st.st_ino, "");
-  tree_walk(t, fd, "", 0);
+  struct walk_path w = {0};
+  tree_walk(t, fd, &w, 0, 0);
+  free(w.s);
   qsort(t->node, t->n, sizeof(*t->node), cmp_node);
 }
 

@@ -19,6 +19,23 @@ uint32_t netns_self_inum(void) {
   return (uint32_t)st.st_ino;
 }
 
+/* Open a namespace file and say which namespace the fd holds: the inode is
+ * read from the fd, never from the path before (a path can change between
+ * a stat() and an open()). */
+static int open_ns(const char *path, uint32_t *inum) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = -errno;
+    close(fd);
+    return err;
+  }
+  *inum = (uint32_t)st.st_ino;
+  return fd;
+}
+
 int netns_resolve(const char *opt, const char *feature, struct netns *out) {
   memset(out, 0, sizeof(*out));
   if (!opt || !strcasecmp(opt, "host")) {
@@ -32,22 +49,19 @@ int netns_resolve(const char *opt, const char *feature, struct netns *out) {
   }
   int n = snprintf(out->path, sizeof(out->path), "%s%s",
                    opt[0] == '/' ? "" : "/run/netns/", opt);
-  struct stat st;
-  int err = 0;
-  if (n < 0 || (size_t)n >= sizeof(out->path))
-    err = ENAMETOOLONG;
-  else if (stat(out->path, &st) != 0)
-    err = errno;
-  if (err) {
+  int fd = n < 0 || (size_t)n >= sizeof(out->path)
+               ? -ENAMETOOLONG
+               : open_ns(out->path, &out->inum);
+  if (fd < 0) {
     E_ERROR("%s: option \"NetworkNamespace\" \"%s\": %s: %s; expected "
             "\"host\", \"all\", a name under /run/netns or the path of a "
             "network namespace file.",
-            feature, opt, out->path, ERRSTR(err));
+            feature, opt, out->path, ERRSTR(-fd));
     out->path[0] = 0;
     return -EINVAL;
   }
+  close(fd);
   out->kind = NETNS_NAMED;
-  out->inum = (uint32_t)st.st_ino;
   return 0;
 }
 
@@ -64,14 +78,35 @@ int netns_enter_fd(int fd, int *back) {
   return 0;
 }
 
+/* The path is opened again at each use, and what it names now must be
+ * the namespace resolved at start (the one the BPF filter counts): a
+ * /proc/<pid>/ns/net whose pid was reused, or a /run/netns name deleted
+ * and made again, names another namespace, which is not entered. */
+int netns_open(const struct netns *ns) {
+  uint32_t now = 0;
+  int fd = open_ns(ns->path, &now);
+  if (fd < 0 || now == ns->inum)
+    return fd;
+  close(fd);
+  static uint32_t warned; /* the last other namespace said */
+  if (warned != now)
+    E_WARNING("%s names network namespace %u now, not %u as at start (a "
+              "reused pid, or a name made again): it is not entered; "
+              "restart collectd to follow the new one.",
+              ns->path, now, ns->inum);
+  warned = now;
+  return -ESTALE;
+}
+
 int netns_try_enter(const struct netns *ns, int *back) {
   *back = -1;
   if (ns->kind != NETNS_NAMED)
     return 0;
-  int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
-  int err = fd < 0 ? -errno : netns_enter_fd(fd, back);
-  if (fd >= 0)
-    close(fd);
+  int fd = netns_open(ns);
+  if (fd < 0)
+    return fd;
+  int err = netns_enter_fd(fd, back);
+  close(fd);
   return err;
 }
 
@@ -92,89 +127,142 @@ void netns_leave(int back, const char *feature) {
   close(back);
 }
 
-/* The fd of a namespace file if its inode is inum. */
-static int open_if(const char *path, uint32_t inum) {
-  struct stat st;
-  if (stat(path, &st) != 0 || (uint32_t)st.st_ino != inum)
-    return -1;
-  return open(path, O_RDONLY | O_CLOEXEC);
-}
+/* ------------------------------------------- namespaces by inode number */
 
-/* Where a namespace was found last time: looked at first, so that a
- * namespace seen every interval costs one stat, not a walk of /proc. */
-#define NHINTS 32
-static struct {
+/* Where each namespace in use was found: a /run/netns name or one of its
+ * processes' /proc/<pid>/ns/net. Only the path is kept between reads, not
+ * an open fd: an fd keeps its namespace alive, and with it a stopped
+ * container's interfaces (a veth's host end too), long after the container
+ * is gone. So no fd is held between reads, whatever the number of
+ * namespaces, and at most two (the namespace's and the way back) while one
+ * is entered. */
+struct ns_where {
   uint32_t inum;
+  bool found;
   char path[300];
-  char name[64];
-} hint[NHINTS];
-static unsigned next_hint;
+  char name[64]; /* the /run/netns name, else "" */
+};
+static struct ns_where *where; /* sorted by inum: those of the last lookup */
+static size_t nwhere;
 
-static void hint_put(uint32_t inum, const char *path, const char *name) {
-  unsigned i = next_hint++ % NHINTS;
-  hint[i].inum = inum;
-  snprintf(hint[i].path, sizeof(hint[i].path), "%s", path);
-  size_t n = strnlen(name, sizeof(hint[i].name) - 1);
-  memcpy(hint[i].name, name, n);
-  hint[i].name[n] = 0;
+static int cmp_where(const void *a, const void *b) {
+  uint32_t x = ((const struct ns_where *)a)->inum,
+           y = ((const struct ns_where *)b)->inum;
+  return x < y ? -1 : x > y;
 }
 
-int netns_open_inum(uint32_t inum, char *name, size_t len) {
-  if (len)
-    name[0] = 0;
-  for (unsigned i = 0; i < NHINTS; i++) {
-    if (!hint[i].inum || hint[i].inum != inum)
-      continue;
-    int fd = open_if(hint[i].path, inum);
-    if (fd >= 0) {
-      if (len)
-        snprintf(name, len, "%s", hint[i].name);
-      return fd;
-    }
-    hint[i].inum = 0;
-  }
+static struct ns_where *where_in(struct ns_where *v, size_t n, uint32_t inum) {
+  struct ns_where k = {.inum = inum};
+  return n ? bsearch(&k, v, n, sizeof(*v), cmp_where) : NULL;
+}
+
+static void where_set(struct ns_where *e, const char *path, const char *name) {
+  e->found = true;
+  snprintf(e->path, sizeof(e->path), "%s", path);
+  size_t n = strnlen(name, sizeof(e->name) - 1);
+  memcpy(e->name, name, n);
+  e->name[n] = 0;
+}
+
+/* One walk of /run/netns, then of /proc, for every entry not found. */
+static void where_find_missing(struct ns_where *v, size_t n) {
   char path[300];
-  DIR *d = opendir("/run/netns");
+  struct stat st;
   struct dirent *e;
+  DIR *d = opendir("/run/netns");
   while (d && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.')
       continue;
     snprintf(path, sizeof(path), "/run/netns/%s", e->d_name);
-    int fd = open_if(path, inum);
-    if (fd >= 0) {
-      if (len)
-        snprintf(name, len, "%s", e->d_name);
-      hint_put(inum, path, e->d_name);
-      closedir(d);
-      return fd;
-    }
+    struct ns_where *w;
+    if (stat(path, &st) == 0 && (w = where_in(v, n, (uint32_t)st.st_ino)) &&
+        !w->found)
+      where_set(w, path, e->d_name);
   }
   if (d)
     closedir(d);
   /* A namespace nobody named (a container's): one of its processes. The
    * link's text "net:[<inum>]" saves opening every file. */
-  char want[32];
-  snprintf(want, sizeof(want), "net:[%u]", inum);
   d = opendir("/proc");
   while (d && (e = readdir(d)) != NULL) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9')
       continue;
     char link[64];
     snprintf(path, sizeof(path), "/proc/%s/ns/net", e->d_name);
-    ssize_t n = readlink(path, link, sizeof(link) - 1);
-    if (n <= 0)
+    ssize_t k = readlink(path, link, sizeof(link) - 1);
+    if (k <= 0)
       continue;
-    link[n] = 0;
-    if (strcmp(link, want) != 0)
-      continue;
-    int fd = open_if(path, inum);
-    if (fd >= 0) {
-      hint_put(inum, path, "");
-      closedir(d);
-      return fd;
-    }
+    link[k] = 0;
+    unsigned inum;
+    struct ns_where *w;
+    if (sscanf(link, "net:[%u]", &inum) == 1 && (w = where_in(v, n, inum)) &&
+        !w->found)
+      where_set(w, path, "");
   }
   if (d)
     closedir(d);
+}
+
+void netns_lookup(const uint32_t *inums, size_t n) {
+  struct ns_where *v = calloc(n ? n : 1, sizeof(*v));
+  if (!v)
+    return;
+  size_t u = 0, missing = 0;
+  for (size_t i = 0; i < n; i++)
+    v[u++].inum = inums[i];
+  qsort(v, u, sizeof(*v), cmp_where);
+  size_t m = 0;
+  for (size_t i = 0; i < u; i++) {
+    if (m && v[m - 1].inum == v[i].inum)
+      continue;
+    struct ns_where *old = where_in(where, nwhere, v[i].inum);
+    struct stat st;
+    /* Still there: one stat(); a reused pid or a name made again names
+     * another namespace and is looked for again. */
+    if (old && old->found && stat(old->path, &st) == 0 &&
+        (uint32_t)st.st_ino == v[i].inum)
+      v[m] = *old;
+    else
+      v[m] = (struct ns_where){.inum = v[i].inum}, missing++;
+    m++;
+  }
+  if (missing)
+    where_find_missing(v, m);
+  free(where);
+  where = v;
+  nwhere = m;
+}
+
+int netns_open_inum(uint32_t inum, char *name, size_t len) {
+  if (len)
+    name[0] = 0;
+  struct ns_where *w = where_in(where, nwhere, inum);
+  for (int tries = 0; w && tries < 2; tries++) {
+    uint32_t now = 0;
+    int fd = w->found ? open_ns(w->path, &now) : -ENOENT;
+    if (fd >= 0 && now == inum) {
+      if (len)
+        snprintf(name, len, "%s", w->name);
+      return fd;
+    }
+    if (fd >= 0)
+      close(fd);
+    if (!w->found || tries) /* not found at this read's walk */
+      break;
+    /* The process exited (or its pid was reused) since the lookup. */
+    w->found = false;
+    where_find_missing(where, nwhere);
+  }
   return -ENOENT;
+}
+
+bool netns_found(uint32_t inum) {
+  const struct ns_where *w = where_in(where, nwhere, inum);
+  return w && w->found;
+}
+
+void netns_lookup_free(void) {
+  free(where);
+  where = NULL;
+  nwhere = 0;
 }

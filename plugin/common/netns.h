@@ -29,20 +29,35 @@ int netns_resolve(const char *opt, const char *feature, struct netns *out);
 /* Inode number of collectd's own network namespace (0 if unknown). */
 uint32_t netns_self_inum(void);
 
+/* Open a NETNS_NAMED namespace's file: an fd (O_CLOEXEC) of the namespace
+ * resolved at start, or a negative errno; -ESTALE (after one WARNING per
+ * other namespace) when the path names another one now. */
+int netns_open(const struct netns *ns);
 /* Enter ns (NETNS_NAMED only; the others are collectd's own) on the calling
  * thread. *back is what netns_leave() needs, -1 when nothing was entered.
  * Returns 0 or a negative errno (after an ERROR). */
 int netns_enter(const struct netns *ns, const char *feature, int *back);
-/* The same without a log line, for a caller that says it itself. */
+/* The same without a log line, for a caller that says it itself (but for
+ * one WARNING when the path names another namespace than at start:
+ * -ESTALE). */
 int netns_try_enter(const struct netns *ns, int *back);
 /* Enter the namespace of an open namespace file descriptor. */
 int netns_enter_fd(int fd, int *back);
 void netns_leave(int back, const char *feature);
 
-/* Open the namespace whose inode number is inum, by looking for it under
- * /run/netns and among the processes' /proc/<pid>/ns/net. Returns an fd
- * (O_CLOEXEC) or -ENOENT; *name gets the /run/netns name when it has one,
- * else "". */
+/* Namespaces by inode number (GroupBy interface with "all"): say which
+ * are in use, once per read; the table is then exactly these. Each
+ * namespace found at an earlier lookup costs one stat() of where it was
+ * found; those not known (or no longer there) are looked for together, in
+ * one walk of /run/netns and of the processes' /proc/<pid>/ns/net. No fd
+ * is kept between lookups. */
+void netns_lookup(const uint32_t *inums, size_t n);
+/* Open a namespace of the last lookup: an fd (O_CLOEXEC) whose inode is
+ * inum (checked on the fd), or -ENOENT; *name gets the /run/netns name
+ * when it has one, else "". */
 int netns_open_inum(uint32_t inum, char *name, size_t len);
+/* Whether the last lookup found the namespace. */
+bool netns_found(uint32_t inum);
+void netns_lookup_free(void);
 
 #endif

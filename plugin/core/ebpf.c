@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -40,7 +41,8 @@ static const struct cfg_key global_keys[G_NKEYS] = {
                             "dispatch each program's run count and time"},
     [G_BTF_PATH] = {"BTFPath", CK_STRING, .show = "none",
                     .doc = "a BTF file for kernels without "
-                           "/sys/kernel/btf/vmlinux"},
+                           "/sys/kernel/btf/vmlinux, that only root can "
+                           "change"},
 };
 const struct cfg_block ebpf_global_keys = {"Plugin ebpf", global_keys,
                                            G_NKEYS};
@@ -80,6 +82,76 @@ static int config_attach_mode(const oconfig_item_t *ci) {
   return 0;
 }
 
+/* Why a file (or a directory on its way) could be changed by a user other
+ * than root, or NULL: owned by another user, or writable by its group or
+ * others; a directory may be world-writable with the sticky bit (/tmp),
+ * where only a file's owner can rename or remove it. */
+static const char *not_roots(const char *path, const struct stat *st,
+                             char *why, size_t len) {
+  bool dir = S_ISDIR(st->st_mode);
+  if (!dir && !S_ISREG(st->st_mode))
+    snprintf(why, len, "%s is not a regular file", path);
+  else if (st->st_uid != 0)
+    snprintf(why, len, "%s%s is owned by uid %u, not root",
+             dir ? "directory " : "", path, (unsigned)st->st_uid);
+  else if ((st->st_mode & 022) && !(dir && (st->st_mode & S_ISVTX)))
+    snprintf(why, len, "%s%s is writable by its group or others (mode %04o)",
+             dir ? "directory " : "", path, (unsigned)(st->st_mode & 07777));
+  else
+    return NULL;
+  return why;
+}
+
+/* BTFPath: the BTF the BPF programs are relocated with, read as root. Only
+ * a file that nobody but root can change, in directories nobody but root
+ * can change (as sshd's StrictModes; symbolic links resolved first, and
+ * the resolved path kept, so that what was checked is what is read). A
+ * file that does not exist is left to check_btf() (a WARNING, the BPF
+ * features off). */
+/* The file and each directory above it, to the root. */
+static const char *path_not_roots(char *path, char *why, size_t len) {
+  for (;;) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+      snprintf(why, len, "%s: %s", path, ERRSTR(errno));
+      return why;
+    }
+    const char *bad = not_roots(path, &st, why, len);
+    char *slash = strrchr(path, '/');
+    if (bad || !slash || strcmp(path, "/") == 0)
+      return bad;
+    slash[slash == path] = 0; /* "/a/b" -> "/a", "/a" -> "/" */
+  }
+}
+
+static int config_btf_path(const oconfig_item_t *ci) {
+  char *s = NULL;
+  if (cfg_string(ci, &s))
+    return -1;
+  char *real = realpath(s, NULL), *walk = real ? strdup(real) : NULL;
+  char why[PATH_MAX + 80];
+  const char *bad = NULL;
+  if (real && !walk)
+    snprintf(why, sizeof(why), "%s", ERRSTR(ENOMEM)), bad = why;
+  else if (walk)
+    bad = path_not_roots(walk, why, sizeof(why));
+  free(walk);
+  if (bad) {
+    E_ERROR("option \"BTFPath\" \"%s\": %s; refusing a BTF file that a "
+            "user other than root can change.",
+            s, bad);
+    free(s);
+    free(real);
+    return -1;
+  }
+  if (real) {
+    free(s);
+    s = real;
+  }
+  ebpf_global.btf_path = s;
+  return 0;
+}
+
 static int config_global(const oconfig_item_t *ci) {
   int k = cfg_key_find(&ebpf_global_keys, ci, seen_global);
   switch (k) {
@@ -88,7 +160,7 @@ static int config_global(const oconfig_item_t *ci) {
   case G_BPF_STATS:
     return cfg_key_bool(&global_keys[k], ci, &ebpf_global.bpf_stats);
   case G_BTF_PATH:
-    return cfg_string(ci, &ebpf_global.btf_path);
+    return config_btf_path(ci);
   }
   return -1;
 }

@@ -89,8 +89,8 @@ void nsl_iff_free(struct nsl_iffilter *f) {
 }
 
 /* Name the groups [from, to) of one namespace, from inside it. */
-static void names_in(struct nsl_ifnames *t, size_t from, size_t to,
-                     uint32_t ns) {
+static void names_in(const struct nsl_ifnames *t, struct nsl_if_group *v,
+                     size_t from, size_t to, uint32_t ns) {
   char nsname[64] = "";
   int back = -1, err = 0;
   bool own = t->ns->kind != NETNS_ALL || ns == netns_self_inum();
@@ -100,7 +100,7 @@ static void names_in(struct nsl_ifnames *t, size_t from, size_t to,
     int fd = netns_open_inum(ns, nsname, sizeof(nsname));
     if (fd == -ENOENT) { /* the namespace is gone, and its interfaces */
       for (size_t i = from; i < to; i++)
-        t->v[i].gone = true;
+        v[i].gone = true;
       return;
     }
     err = fd < 0 ? fd : netns_enter_fd(fd, &back);
@@ -110,12 +110,12 @@ static void names_in(struct nsl_ifnames *t, size_t from, size_t to,
       snprintf(nsname, sizeof(nsname), "ns%u", ns);
   }
   for (size_t i = from; i < to; i++) {
-    unsigned idx = (unsigned)(t->v[i].group & 0xffffffffu);
+    unsigned idx = (unsigned)(v[i].group & 0xffffffffu);
     char ifn[IF_NAMESIZE + 16];
     if (err || idx == 0 || !if_indextoname(idx, ifn)) {
       /* ENXIO/ENODEV: deleted; ifindex 0: made locally, no device. */
       if (!err && idx && (errno == ENXIO || errno == ENODEV)) {
-        t->v[i].gone = true;
+        v[i].gone = true;
         continue;
       }
       snprintf(ifn, sizeof(ifn), "if%u", idx);
@@ -123,39 +123,80 @@ static void names_in(struct nsl_ifnames *t, size_t from, size_t to,
     char path[sizeof(nsname) + sizeof(ifn) + 1];
     snprintf(path, sizeof(path), "%s%s%s", own ? "" : nsname, own ? "" : "/",
              ifn);
-    instance_from_path(path, t->v[i].name);
-    t->v[i].hash = path_hash(path);
+    instance_from_path(path, v[i].name);
+    v[i].hash = path_hash(path);
   }
   netns_leave(back, FEATURE);
 }
 
+/* With "all": the namespaces of the groups, other than collectd's own,
+ * found with one lookup for all of them (v sorted by group). */
+static void lookup_foreign(const struct nsl_if_group *v, size_t n,
+                           uint32_t self) {
+  uint32_t *inums = malloc((n ? n : 1) * sizeof(*inums));
+  if (!inums)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t ns = (uint32_t)(v[i].group >> 32);
+    if (ns != self && (!k || inums[k - 1] != ns))
+      inums[k++] = ns;
+  }
+  netns_lookup(inums, k);
+  free(inums);
+}
+
+/* Entering a namespace to name its interfaces costs ~10 system calls; with
+ * hundreds of namespaces that is most of a read. So another namespace's
+ * groups keep the names of the last refresh while it is still there (its
+ * lookup found it) and each of them has one, and each namespace is named
+ * again every NSL_IF_RENAME_READS refreshes (spread over the refreshes by
+ * its inode): an interface renamed there gets its new name within that. A
+ * new interface is a new group, named at once. */
+static bool names_kept(const struct nsl_ifnames *t, struct nsl_if_group *v,
+                       size_t from, size_t to, uint32_t ns, uint32_t self) {
+  if (t->ns->kind != NETNS_ALL || ns == self || !netns_found(ns) ||
+      (ns + t->refreshes) % NSL_IF_RENAME_READS == 0)
+    return false;
+  for (size_t i = from; i < to; i++) {
+    const struct nsl_if_group *old = nsl_ifnames_find(t, v[i].group);
+    if (!old || old->gone)
+      return false;
+  }
+  for (size_t i = from; i < to; i++)
+    v[i] = *nsl_ifnames_find(t, v[i].group);
+  return true;
+}
+
 void nsl_ifnames_refresh(struct nsl_ifnames *t, const uint64_t *groups,
                          size_t n) {
-  if (n > t->cap) {
-    struct nsl_if_group *v = realloc(t->v, n * sizeof(*v));
-    if (!v)
-      return;
-    t->v = v;
-    t->cap = n;
-  }
-  t->n = 0;
+  struct nsl_if_group *v = malloc((n ? n : 1) * sizeof(*v));
+  if (!v)
+    return;
   for (size_t i = 0; i < n; i++)
-    t->v[t->n++] = (struct nsl_if_group){.group = groups[i]};
-  qsort(t->v, t->n, sizeof(*t->v), cmp_u64);
+    v[i] = (struct nsl_if_group){.group = groups[i]};
+  qsort(v, n, sizeof(*v), cmp_u64);
   size_t u = 0;
-  for (size_t i = 0; i < t->n; i++)
-    if (u == 0 || t->v[u - 1].group != t->v[i].group)
-      t->v[u++] = t->v[i];
-  t->n = u;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || v[u - 1].group != v[i].group)
+      v[u++] = v[i];
+  uint32_t self = netns_self_inum();
+  if (t->ns->kind == NETNS_ALL)
+    lookup_foreign(v, u, self);
+  t->refreshes++;
   /* Sorted by group, so by namespace: each entered once. */
-  for (size_t i = 0; i < t->n;) {
-    uint32_t ns = (uint32_t)(t->v[i].group >> 32);
+  for (size_t i = 0; i < u;) {
+    uint32_t ns = (uint32_t)(v[i].group >> 32);
     size_t j = i;
-    while (j < t->n && (uint32_t)(t->v[j].group >> 32) == ns)
+    while (j < u && (uint32_t)(v[j].group >> 32) == ns)
       j++;
-    names_in(t, i, j, ns);
+    if (!names_kept(t, v, i, j, ns, self))
+      names_in(t, v, i, j, ns);
     i = j;
   }
+  free(t->v);
+  t->v = v;
+  t->n = u;
 }
 
 const struct nsl_if_group *nsl_ifnames_find(const struct nsl_ifnames *t,
@@ -164,6 +205,7 @@ const struct nsl_if_group *nsl_ifnames_find(const struct nsl_ifnames *t,
 }
 
 void nsl_ifnames_free(struct nsl_ifnames *t) {
+  netns_lookup_free();
   free(t->v);
   *t = (struct nsl_ifnames){.ns = t->ns};
 }

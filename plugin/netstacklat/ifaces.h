@@ -36,7 +36,8 @@ void nsl_iff_free(struct nsl_iffilter *f);
 
 /* GroupBy interface: a group is (namespace inode << 32 | ifindex). Its
  * name, looked up at every refresh (an interface may have been renamed or
- * deleted since), each in its namespace: collectd's own (or the configured
+ * deleted since; in another namespace than collectd's own with "all", at
+ * every NSL_IF_RENAME_READS-th), each in its namespace: collectd's own (or the configured
  * one) keeps plain names, another one's interfaces are
  * <namespace>_<interface> by the naming rule. */
 struct nsl_if_group {
@@ -48,8 +49,12 @@ struct nsl_if_group {
 struct nsl_ifnames {
   const struct netns *ns;
   struct nsl_if_group *v; /* sorted by group */
-  size_t n, cap;
+  size_t n;
+  uint32_t refreshes;
 };
+/* Another namespace's interfaces are named again at least this often
+ * (refreshes; see names_kept()). */
+#define NSL_IF_RENAME_READS 10
 /* Name these groups (in any order, repeats allowed). */
 void nsl_ifnames_refresh(struct nsl_ifnames *t, const uint64_t *groups,
                          size_t n);

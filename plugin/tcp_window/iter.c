@@ -59,9 +59,9 @@ int tcpw_iter_init(const struct netns *ns, const char *name, char *why,
   }
   if (ns->kind == NETNS_NAMED) {
     step = "open the namespace";
-    iter_netns_fd = open(ns->path, O_RDONLY | O_CLOEXEC);
+    iter_netns_fd = netns_open(ns);
     if (iter_netns_fd < 0) {
-      err = -errno;
+      err = iter_netns_fd;
       goto fail;
     }
   }

@@ -1,5 +1,7 @@
 /* CPU time of the plugin's read callback, outside collectd (mock dispatch).
- * Usage: read_cost ROUNDS CONFIG_FILE_OF_KEY_VALUE_LINES
+ * Usage: read_cost ROUNDS CONFIG_FILE_OF_KEY_VALUE_LINES [wait]
+ * With "wait" it prints "ready" after init and reads a line from stdin
+ * before the reads (for traffic a test makes once the programs run).
  * The config is the body of <Plugin ebpf> in a tiny format, one option per
  * line: "Block/Key value..." (strings quoted, numbers and true/false bare). */
 #include "../../plugin/core/ebpf.c"
@@ -13,6 +15,12 @@ static double cpu_now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static oconfig_item_t *child(oconfig_item_t *parent, const char *key) {
   for (int i = 0; i < parent->children_num; i++)
     if (!strcmp(parent->children[i].key, key))
@@ -22,8 +30,8 @@ static oconfig_item_t *child(oconfig_item_t *parent, const char *key) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s ROUNDS CONFIG\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "wait"))) {
+    fprintf(stderr, "usage: %s ROUNDS CONFIG [wait]\n", argv[0]);
     return 2;
   }
   int rounds = atoi(argv[1]);
@@ -67,21 +75,36 @@ int main(int argc, char **argv) {
     return 1;
   }
   double t_init = cpu_now() - t0;
-  double total = 0, worst = 0;
+  if (argc == 4) {
+    printf("ready\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof(line), stdin))
+      return 1;
+  }
+  double total = 0, worst = 0, first = 0, warm = 0; /* warm: after the first */
+  double wall_warm = 0;
   int values = 0;
   for (int i = 0; i < rounds; i++) {
     mock_reset();
-    double a = cpu_now();
+    double a = cpu_now(), w = wall_now();
     ebpf_read();
     double d = cpu_now() - a;
+    if (i > 0)
+      wall_warm += wall_now() - w;
     total += d;
+    if (i == 0)
+      first = d;
+    else if (d > warm)
+      warm = d;
     if (d > worst)
       worst = d;
     values = mock_nvalues;
   }
   printf("init_cpu_ms=%.3f\nread_cpu_ms_mean=%.4f\nread_cpu_ms_max=%.4f\n"
-         "values_per_read=%d\n",
-         t_init * 1e3, total / rounds * 1e3, worst * 1e3, values);
+         "read_cpu_ms_first=%.4f\nread_cpu_ms_max_warm=%.4f\n"
+         "read_wall_ms_mean_warm=%.4f\nvalues_per_read=%d\n",
+         t_init * 1e3, total / rounds * 1e3, worst * 1e3, first * 1e3,
+         warm * 1e3, rounds > 1 ? wall_warm / (rounds - 1) * 1e3 : 0, values);
   ebpf_shutdown();
   mock_ci_free(root);
   return 0;

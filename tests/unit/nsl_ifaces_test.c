@@ -4,7 +4,9 @@
  * again with a new index, and keeps an index that another configured name
  * has now; GroupBy interface names a group in collectd's own namespace
  * plainly, in another namespace as <namespace>_<interface>, and marks a
- * group whose interface or namespace is gone. The witness is the kernel's
+ * group whose interface or namespace is gone, and names an interface
+ * renamed in another namespace again within NSL_IF_RENAME_READS refreshes.
+ * The witness is the kernel's
  * own indexes (if_nametoindex) and namespace inodes. */
 /* Links with the plugin's other objects (see the Makefile). */
 #include "../../plugin/netstacklat/ifaces.c"
@@ -168,6 +170,60 @@ DEF_TEST(group_names_by_namespace) {
   return 0;
 }
 
+/* An interface renamed in another namespace: its group keeps the name of
+ * the last refresh until the namespace's turn (once every
+ * NSL_IF_RENAME_READS refreshes, by its inode), then has the new one; the
+ * namespace is looked up, not walked for, at the refreshes between. */
+DEF_TEST(renamed_in_another_namespace) {
+  char ns[40], a[IF_NAMESIZE], b[IF_NAMESIZE], p[80];
+  snprintf(ns, sizeof(ns), "%sr", nsname);
+  snprintf(a, sizeof(a), "nslra%d", (int)getpid() % 100000);
+  snprintf(b, sizeof(b), "nslrb%d", (int)getpid() % 100000);
+  /* main() has made a veth pair: one is made here inside the namespace. */
+  CHECK(sh("ip netns add %s%s", ns, "") == 0);
+  char cmd[160];
+  snprintf(cmd, sizeof(cmd), "ip -n %s link add %s type veth peer name %sp",
+           ns, a, a);
+  CHECK(system(cmd) == 0);
+  snprintf(p, sizeof(p), "/run/netns/%s", ns);
+  struct stat st;
+  CHECK(stat(p, &st) == 0);
+  uint32_t other = (uint32_t)st.st_ino;
+  snprintf(cmd, sizeof(cmd), "ip netns exec %s cat /sys/class/net/%s/ifindex",
+           ns, a);
+  FILE *f = popen(cmd, "r");
+  unsigned idx = 0;
+  CHECK(f && fscanf(f, "%u", &idx) == 1 && idx > 1);
+  pclose(f);
+  struct netns all = {.kind = NETNS_ALL};
+  struct nsl_ifnames t = {.ns = &all};
+  uint64_t g = ((uint64_t)other << 32) | idx;
+  char old[EBPF_NAME_LEN], now[EBPF_NAME_LEN], path[80];
+  snprintf(path, sizeof(path), "%s/%s", ns, a);
+  instance_from_path(path, old);
+  snprintf(path, sizeof(path), "%s/%s", ns, b);
+  instance_from_path(path, now);
+  nsl_ifnames_refresh(&t, &g, 1);
+  CHECK(netns_found(other));
+  CHECK_EQ_STR(old, nsl_ifnames_find(&t, g)->name);
+  snprintf(cmd, sizeof(cmd), "ip -n %s link set %s name %s", ns, a, b);
+  CHECK(system(cmd) == 0);
+  int renamed_at = 0;
+  for (int i = 1; i <= NSL_IF_RENAME_READS && !renamed_at; i++) {
+    nsl_ifnames_refresh(&t, &g, 1);
+    const char *name = nsl_ifnames_find(&t, g)->name;
+    if (strcmp(name, now) == 0)
+      renamed_at = i;
+    else
+      CHECK_EQ_STR(old, name);
+  }
+  CHECK(renamed_at > 0);
+  CHECK_EQ_INT(0, (int)((other + t.refreshes) % NSL_IF_RENAME_READS));
+  nsl_ifnames_free(&t);
+  CHECK(sh("ip netns del %s%s", ns, "") == 0);
+  return 0;
+}
+
 int main(void) {
   tl_prog = "nsl_ifaces";
   snprintf(veth, sizeof(veth), "nslif%d", (int)getpid() % 100000);
@@ -188,6 +244,7 @@ int main(void) {
   if (why) {
     printf("SKIP: nsl_ifaces.filter_follows_the_names (%s)\n", why);
     printf("SKIP: nsl_ifaces.group_names_by_namespace (%s)\n", why);
+    printf("SKIP: nsl_ifaces.renamed_in_another_namespace (%s)\n", why);
     END_TEST;
   }
   RUN_TEST(filter_follows_the_names);
@@ -200,5 +257,7 @@ int main(void) {
   }
   sh("ip link del %s 2>/dev/null%s", veth, "");
   sh("ip netns del %s 2>/dev/null%s", nsname, "");
+  RUN_TEST(renamed_in_another_namespace);
+  sh("ip netns del %sr 2>/dev/null%s", nsname, "");
   END_TEST;
 }
