@@ -6,13 +6,17 @@
  *   every kernel the tests run on (tests/helpers/hol_drop.bpf.c says why).
  * - tc_drop_udp (tcx ingress, 6.6+, attached by tests/helpers/tcx_drop.c,
  *   no tc module needed): the same for port TC_DROP_PORT, where the kernel
- *   gives the drop a reason of its own (tc_ingress). */
+ *   gives the drop a reason of its own (tc_ingress).
+ * - tc_drop_synack (tcx egress, the same way): drops every SYN-ACK sent
+ *   from port TC_SYNACK_PORT, a packet whose socket is the listener's
+ *   request socket (tc_egress). */
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #define XDP_DROP_PORT 40999
 #define TC_DROP_PORT 40998
+#define TC_SYNACK_PORT 40997
 
 __u64 dropped = 0;
 __u64 tc_dropped = 0;
@@ -45,6 +49,23 @@ int tc_drop_udp(struct __sk_buff *skb) {
   if (udp_dport((void *)(long)skb->data, (void *)(long)skb->data_end) !=
       TC_DROP_PORT)
     return 0; /* TC_ACT_OK */
+  __sync_fetch_and_add(&tc_dropped, 1);
+  return 2; /* TC_ACT_SHOT */
+}
+
+SEC("tc")
+int tc_drop_synack(struct __sk_buff *skb) {
+  void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+  struct ethhdr *eth = data;
+  if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x0800))
+    return 0;
+  struct iphdr *ip = (void *)(eth + 1);
+  if ((void *)(ip + 1) > end || ip->protocol != 6 || ip->ihl != 5)
+    return 0;
+  struct tcphdr *tcp = (void *)(ip + 1);
+  if ((void *)(tcp + 1) > end || bpf_ntohs(tcp->source) != TC_SYNACK_PORT ||
+      !tcp->syn || !tcp->ack)
+    return 0;
   __sync_fetch_and_add(&tc_dropped, 1);
   return 2; /* TC_ACT_SHOT */
 }
