@@ -21,16 +21,22 @@
 __u64 dropped = 0;
 __u64 tc_dropped = 0;
 
-/* The UDP destination port of an IPv4 datagram in [data, end), or 0. */
-static __always_inline __u16 udp_dport(void *data, void *end) {
+/* The header after the IPv4 header of a frame in [data, end), when that
+ * header is of protocol proto; else NULL. */
+static __always_inline void *ipv4_next(void *data, void *end, __u8 proto) {
   struct ethhdr *eth = data;
   if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x0800))
-    return 0;
+    return NULL;
   struct iphdr *ip = (void *)(eth + 1);
-  if ((void *)(ip + 1) > end || ip->protocol != 17 || ip->ihl != 5)
-    return 0;
-  struct udphdr *udp = (void *)(ip + 1);
-  if ((void *)(udp + 1) > end)
+  if ((void *)(ip + 1) > end || ip->protocol != proto || ip->ihl != 5)
+    return NULL;
+  return ip + 1;
+}
+
+/* The UDP destination port of an IPv4 datagram in [data, end), or 0. */
+static __always_inline __u16 udp_dport(void *data, void *end) {
+  struct udphdr *udp = ipv4_next(data, end, 17);
+  if (!udp || (void *)(udp + 1) > end)
     return 0;
   return bpf_ntohs(udp->dest);
 }
@@ -55,15 +61,9 @@ int tc_drop_udp(struct __sk_buff *skb) {
 
 SEC("tc")
 int tc_drop_synack(struct __sk_buff *skb) {
-  void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-  struct ethhdr *eth = data;
-  if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x0800))
-    return 0;
-  struct iphdr *ip = (void *)(eth + 1);
-  if ((void *)(ip + 1) > end || ip->protocol != 6 || ip->ihl != 5)
-    return 0;
-  struct tcphdr *tcp = (void *)(ip + 1);
-  if ((void *)(tcp + 1) > end || bpf_ntohs(tcp->source) != TC_SYNACK_PORT ||
+  void *end = (void *)(long)skb->data_end;
+  struct tcphdr *tcp = ipv4_next((void *)(long)skb->data, end, 6);
+  if (!tcp || (void *)(tcp + 1) > end || bpf_ntohs(tcp->source) != TC_SYNACK_PORT ||
       !tcp->syn || !tcp->ack)
     return 0;
   __sync_fetch_and_add(&tc_dropped, 1);
