@@ -98,15 +98,20 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
                                     const struct sock *sk,
                                     const struct sk_buff *skb,
                                     __u32 ifindex) {
-  __u32 zero = 0, host = RATE_SHARE_SLOTS;
-  __u64 cgroup = sk ? BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id) : 0;
-  __u32 share = cgroup ? rate_share_slot(cgroup) : 0;
+  __u32 zero = 0, host = RATE_SHARE_SLOTS, share = 0;
   struct rate_window *all =
       bpf_map_lookup_elem(&netstacklat_outlier_rate, &host);
-  struct rate_window *mine =
-      bpf_map_lookup_elem(&netstacklat_outlier_rate, &share);
+  struct rate_window *mine = NULL;
   struct nsl_outlier *o = NULL;
-  if (all && mine && rate_room_shared(all, mine, now, targ_outlier_limit))
+  __u64 cgroup = 0;
+  /* The host's window first: over it, not even the cgroup is read. */
+  if (all && rate_room(all, now / 1000000000ULL, targ_outlier_limit)) {
+    cgroup = sk ? BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id) : 0;
+    if (cgroup)
+      share = rate_share_slot(cgroup);
+    mine = bpf_map_lookup_elem(&netstacklat_outlier_rate, &share);
+  }
+  if (mine && rate_room_shared(all, mine, now, targ_outlier_limit))
     o = bpf_ringbuf_reserve(&netstacklat_outliers, sizeof(*o), 0);
   if (!o) {
     __u64 *n = bpf_map_lookup_elem(&netstacklat_outliers_suppressed, &zero);
