@@ -197,6 +197,9 @@ $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
 	$$(Q)$$(CC) $$(UNIT_CFLAGS) tests/unit/mock_collectd.c $$(filter %.o,$$^) $$< -o $$@ -lbpf -lelf -lz -lm
 endef
 $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
+# The atomics' test reads the built BPF objects (not linked).
+$(BUILD)/tests/bpf_atomics_test: | $(BPF_OBJS)
+
 # The Cgroup filter's test loads the maps of netstacklat's object.
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
 

@@ -46,10 +46,11 @@ struct {
   __type(value, __u64);
 } drops_by_reason SEC(".maps");
 
-/* drops-at_<function>/operations: location -> drops (shared by the CPUs:
- * a drop site is rare enough for an atomic add). */
+/* drops-at_<function>/operations: location -> drops, per CPU (summed by
+ * user space): a drop storm at one site writes no line another CPU
+ * writes. */
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(max_entries, DROPS_LOCATIONS_MAX);
   __type(key, __u64);
   __type(value, __u64);
@@ -63,9 +64,10 @@ struct {
 } drops_location_overflow SEC(".maps");
 
 /* DropNotifications: the records (64 KiB; one page when off, set before
- * load), the host-wide rate limit, the drops that were not sent (over
- * DropLimit, or the ring buffer full), and the reasons IgnoreReason leaves
- * out (1: no record). */
+ * load), the rate limit (slot RATE_SHARE_SLOTS: the host's DropLimit; the
+ * others: each reason's, or location's, share of it), the drops that were
+ * not sent (over DropLimit or their share, or the ring buffer full), and
+ * the reasons IgnoreReason leaves out (1: no record). */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 64 * 1024);
@@ -73,7 +75,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, RATE_SHARE_SLOTS + 1);
   __type(key, __u32);
   __type(value, struct rate_window);
 } drops_event_rate SEC(".maps");
@@ -106,7 +108,7 @@ static __always_inline void count_location(__u64 loc) {
     v = bpf_map_lookup_elem(&drops_by_location, &loc);
   }
   if (v)
-    __sync_fetch_and_add(v, 1);
+    *v += 1; /* this CPU's value */
   else
     add(&drops_location_overflow, 0);
 }
@@ -215,57 +217,88 @@ static __always_inline void event_headers(struct drops_event *e,
   }
 }
 
-/* One drop as a record to user space, if it names a socket or ports, this
- * second's DropLimit is not used up and the ring buffer has room; else
- * (with a socket or ports) it is counted as suppressed. Probe reads in
- * every flavour: this runs only with DropNotifications, for drops. */
+/* A socket whose struct sock may be read past its sock_common, or NULL:
+ * a request socket (TCP_NEW_SYN_RECV: a SYN-ACK's, on transmit) is a
+ * struct request_sock and a TCP_TIME_WAIT one an inet_timewait_sock, both
+ * shorter (the kernel's sk_fullsock()); a request socket gives its
+ * listener instead. */
+static __always_inline struct sock *full_sk(struct sock *sk) {
+  __u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+  if (state == TCP_NEW_SYN_RECV)
+    return BPF_CORE_READ(sk, __sk_common.skc_listener);
+  return state == TCP_TIME_WAIT ? NULL : sk;
+}
+
+/* The record's fields from the packet's headers and its socket: false
+ * when neither names anything (no record). */
+static __always_inline bool event_fill(struct drops_event *ev,
+                                       struct sk_buff *skb,
+                                       struct sock *rx_sk) {
+  ev->received = BPF_CORE_READ(skb, skb_iif) != 0;
+  event_headers(ev, skb);
+  struct sock *sk = event_sk(skb, rx_sk);
+  if (!sk && !ev->has_ports)
+    return false; /* nothing to name */
+  struct sock *full = sk ? full_sk(sk) : NULL;
+  if (sk && !ev->has_ports) { /* sock_common's fields: every kind of sock */
+    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    if (family == 2 || family == 10) {
+      ev->family = family;
+      /* Only TCP has sockets that are not full. */
+      ev->proto = full == sk ? (__u8)BPF_CORE_READ(sk, sk_protocol) : 6;
+      ev->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+      ev->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+      ev->has_ports = 1;
+      sk_addrs(sk, family, ev->laddr, ev->raddr);
+    }
+  }
+  struct net_device *dev = BPF_CORE_READ(skb, dev);
+  if (dev)
+    ev->ifindex = BPF_CORE_READ(dev, ifindex);
+  if (sk) {
+    if (full)
+      ev->cgroup = BPF_CORE_READ(full, sk_cgrp_data.cgroup, kn, id);
+    ev->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+  } else if (dev) {
+    ev->netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+  }
+  return true;
+}
+
+/* One drop as a record to user space, if this second's DropLimit and its
+ * reason's (or location's) share of it are not used up, it names a socket
+ * or ports, and the ring buffer has room; else (over the limit, or the
+ * ring full) it is counted as suppressed. The limit is read first, with
+ * plain loads: a drop over it reads nothing else and writes no shared
+ * line. Probe reads in every flavour: this runs only with
+ * DropNotifications, for drops that will be sent. `share`: the share slot
+ * (rate_limit.h). */
 static __always_inline void notify(struct sk_buff *skb, struct sock *rx_sk,
-                                   __u64 cause, __u32 slot) {
-  __u32 zero = 0;
+                                   __u64 cause, __u32 slot, __u32 share) {
+  __u32 host = RATE_SHARE_SLOTS;
   __u8 *quiet = bpf_map_lookup_elem(&drops_quiet, &slot);
   if (quiet && *quiet)
     return;
+  struct rate_window *all = bpf_map_lookup_elem(&drops_event_rate, &host);
+  struct rate_window *mine = bpf_map_lookup_elem(&drops_event_rate, &share);
+  __u64 now = bpf_ktime_get_ns();
+  if (!all || !mine || !rate_room_shared(all, mine, now, targ_drop_limit)) {
+    add(&drops_events_suppressed, 0);
+    return;
+  }
   struct drops_event ev;
   __builtin_memset(&ev, 0, sizeof(ev));
-  ev.received = BPF_CORE_READ(skb, skb_iif) != 0;
-  event_headers(&ev, skb);
-  struct sock *sk = event_sk(skb, rx_sk);
-  if (sk && !ev.has_ports) {
-    __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-    if (family == 2 || family == 10) {
-      ev.family = family;
-      ev.proto = (__u8)BPF_CORE_READ(sk, sk_protocol);
-      ev.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-      ev.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-      ev.has_ports = 1;
-      sk_addrs(sk, family, ev.laddr, ev.raddr);
-    }
-  }
-  if (!sk && !ev.has_ports)
-    return; /* nothing to name */
-  struct rate_window *r = bpf_map_lookup_elem(&drops_event_rate, &zero);
-  if (!r)
+  if (!event_fill(&ev, skb, rx_sk))
     return;
-  __u64 now = bpf_ktime_get_ns();
-  struct drops_event *e = NULL;
-  if (rate_take(r, now, targ_drop_limit))
-    e = bpf_ringbuf_reserve(&drops_events, sizeof(*e), 0);
+  struct drops_event *e = bpf_ringbuf_reserve(&drops_events, sizeof(*e), 0);
   if (!e) {
     add(&drops_events_suppressed, 0);
     return;
   }
+  rate_take_shared(all, mine, now);
   __builtin_memcpy(e, &ev, sizeof(ev));
   e->time_ns = now;
   e->cause = cause;
-  struct net_device *dev = BPF_CORE_READ(skb, dev);
-  if (dev)
-    e->ifindex = BPF_CORE_READ(dev, ifindex);
-  if (sk) {
-    e->cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
-    e->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
-  } else if (dev) {
-    e->netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
-  }
   bpf_ringbuf_submit(e, 0);
 }
 
@@ -274,13 +307,13 @@ static __always_inline void drop_reason(struct sk_buff *skb, struct sock *rx_sk,
   __u32 slot = reason < targ_nreasons ? reason : targ_nreasons;
   add(&drops_by_reason, slot);
   if (targ_notify)
-    notify(skb, rx_sk, reason, slot);
+    notify(skb, rx_sk, reason, slot, slot & (RATE_SHARE_SLOTS - 1));
 }
 
 static __always_inline void drop_location(struct sk_buff *skb, __u64 loc) {
   count_location(loc);
   if (targ_notify)
-    notify(skb, NULL, loc, 0);
+    notify(skb, NULL, loc, 0, rate_share_slot(loc));
 }
 
 /* ------------------------------------------------------ with reasons */

@@ -16,7 +16,16 @@
  * while off; tcpw_mark_netns, the namespace tcp_window scans (0: all). */
 __u32 tcpw_epoch = 0;
 __u32 tcpw_mark_netns = 0;
-__u64 tcpw_marks_lost = 0; /* the ring buffer was full: a rescan is due */
+
+/* Marks lost to a full ring buffer (a rescan is due), per CPU: a storm of
+ * them writes no line shared with the variables above, which every event
+ * reads. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} netstacklat_tcpw_marks_lost SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -51,7 +60,10 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
       bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
   if (!r) {
     /* Not remembered: the socket's next event tries again. */
-    __sync_fetch_and_add(&tcpw_marks_lost, 1);
+    __u32 zero = 0;
+    __u64 *lost = bpf_map_lookup_elem(&netstacklat_tcpw_marks_lost, &zero);
+    if (lost)
+      *lost += 1;
     return;
   }
   slot->sk = id;

@@ -16,8 +16,11 @@
 #include "common/sk_addr.h"
 
 /* OutlierThreshold: the records (64 KiB; one page when off, set before
- * load), the host-wide rate limit, and the events above the threshold that
- * were not sent (over OutlierLimit, or the ring buffer full). */
+ * load), the rate limit (slot RATE_SHARE_SLOTS: the host's OutlierLimit;
+ * the others: each cgroup's share of it, by the socket's cgroup; the
+ * packet hooks, which know no socket, share slot 0's), and the events
+ * above the threshold that were not sent (over OutlierLimit or the
+ * cgroup's share, or the ring buffer full). */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 64 * 1024);
@@ -25,7 +28,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, RATE_SHARE_SLOTS + 1);
   __type(key, __u32);
   __type(value, struct rate_window);
 } netstacklat_outlier_rate SEC(".maps");
@@ -80,10 +83,12 @@ static __always_inline void outlier_skb(struct nsl_outlier *o, __u32 hook,
 }
 
 /* One event above OutlierThreshold: a record to user space, if this
- * second's OutlierLimit is not used up and the ring buffer has room; else
- * it is counted as suppressed. Reads are probe reads in every flavour:
- * this runs for a few events a second, not per packet. sk: the socket of
- * a socket hook (addresses, queue, cgroup, namespace); skb: the packet,
+ * second's OutlierLimit and the socket's cgroup's share of it are not used
+ * up and the ring buffer has room; else it is counted as suppressed. The
+ * limit is read first, with plain loads: an event over it writes no
+ * shared line. Reads are probe reads in every flavour: this runs for a
+ * few events a second, not per packet. sk: the socket of a socket hook
+ * (addresses, queue, cgroup, namespace); skb: the packet,
  * when it is safe to read here: it gives the addresses of packet hooks and
  * of udp_socket_read (an unconnected socket has no remote), and the
  * interface. iif: the interface where neither does (0: none known).
@@ -93,12 +98,20 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
                                     const struct sock *sk,
                                     const struct sk_buff *skb,
                                     __u32 ifindex) {
-  __u32 zero = 0;
-  struct rate_window *r = bpf_map_lookup_elem(&netstacklat_outlier_rate, &zero);
-  if (!r)
-    return;
+  __u32 zero = 0, host = RATE_SHARE_SLOTS, share = 0;
+  struct rate_window *all =
+      bpf_map_lookup_elem(&netstacklat_outlier_rate, &host);
+  struct rate_window *mine = NULL;
   struct nsl_outlier *o = NULL;
-  if (rate_take(r, now, targ_outlier_limit))
+  __u64 cgroup = 0;
+  /* The host's window first: over it, not even the cgroup is read. */
+  if (all && rate_room(all, now / 1000000000ULL, targ_outlier_limit)) {
+    cgroup = sk ? BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id) : 0;
+    if (cgroup)
+      share = rate_share_slot(cgroup);
+    mine = bpf_map_lookup_elem(&netstacklat_outlier_rate, &share);
+  }
+  if (mine && rate_room_shared(all, mine, now, targ_outlier_limit))
     o = bpf_ringbuf_reserve(&netstacklat_outliers, sizeof(*o), 0);
   if (!o) {
     __u64 *n = bpf_map_lookup_elem(&netstacklat_outliers_suppressed, &zero);
@@ -106,6 +119,7 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
       (*n)++;
     return;
   }
+  rate_take_shared(all, mine, now);
   __builtin_memset(o, 0, sizeof(*o));
   o->time_ns = now + realtime_offset_ns;
   o->latency_ns = delta;
@@ -131,7 +145,7 @@ static __always_inline void outlier(__u32 hook, __u64 now, __u64 delta,
   }
   if (sk) {
     o->qlen = BPF_CORE_READ(sk, sk_receive_queue.qlen);
-    o->cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+    o->cgroup = cgroup;
     o->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
   } else if (skb)
     o->netns = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);

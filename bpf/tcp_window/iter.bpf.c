@@ -80,6 +80,7 @@ int tcp_window_scan(struct bpf_iter__tcp *ctx) {
     r.inode = (__u32)BPF_CORE_READ(sa, vfs_inode.i_ino);
   }
   r.bound_dev_if = (__u32)skc->skc_bound_dev_if;
+  r.cgroup = BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
   r.sport = skc->skc_num;
   r.dport = bpf_ntohs(skc->skc_dport);
   r.family = skc->skc_family;

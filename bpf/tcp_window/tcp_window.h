@@ -32,6 +32,7 @@ struct tcpw_scan_rec {
   __u8 family;          /* AF_INET or AF_INET6 */
   __u8 pad[3];
   __u8 src[16], dst[16]; /* network order; IPv4 in the first 4 bytes */
+  __u64 cgroup;          /* the socket's cgroup id (StalledLimit's shares) */
 };
 
 /* Stalled receivers by marked sockets: netstacklat's TCP enqueue program

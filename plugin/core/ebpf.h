@@ -82,6 +82,11 @@ void vl_gauge(value_list_t *vl, const char *type, const char *type_instance,
 void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
                int64_t v);
 
+/* The sum over the CPUs of a per-CPU map's u64 value at key (the
+ * counters the BPF programs write without a shared line): false when it
+ * cannot be read. */
+bool ebpf_percpu_sum(int map_fd, const void *key, uint64_t *sum);
+
 /* ---- notifications ---- */
 /* One field of a notification: a key ([a-z0-9_]) and a typed value. The
  * same list gives the message and the meta data, so they always agree. */

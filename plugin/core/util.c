@@ -4,6 +4,8 @@
 #include "core/ebpf.h"
 
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -560,4 +562,17 @@ void ebpf_addr_str(int family, const uint8_t *a, int port, bool has_port,
   else
     snprintf(out, EBPF_ADDR_LEN, family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
              port);
+}
+
+bool ebpf_percpu_sum(int map_fd, const void *key, uint64_t *sum) {
+  int ncpu = libbpf_num_possible_cpus();
+  *sum = 0;
+  if (ncpu <= 0)
+    return false;
+  uint64_t vals[ncpu];
+  if (bpf_map_lookup_elem(map_fd, key, vals) != 0)
+    return false;
+  for (int c = 0; c < ncpu; c++)
+    *sum += vals[c];
+  return true;
 }

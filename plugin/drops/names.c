@@ -137,19 +137,13 @@ void drops_reasons_quiet(int quiet_fd) {
       bpf_map_update_elem(quiet_fd, &i, &one, 0);
 }
 
+/* The counters are per CPU (a drop storm at one reason or site writes no
+ * line another CPU writes): ebpf_ebpf_percpu_sum() adds them up. */
 void drops_reasons_dispatch(int fd) {
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0)
-    return;
-  uint64_t vals[ncpu];
   for (uint32_t i = 0; i <= nreasons; i++) {
-    if (reason_ignored[i])
+    uint64_t sum;
+    if (reason_ignored[i] || !ebpf_percpu_sum(fd, &i, &sum))
       continue;
-    if (bpf_map_lookup_elem(fd, &i, vals) != 0)
-      continue;
-    uint64_t sum = 0;
-    for (int c = 0; c < ncpu; c++)
-      sum += vals[c];
     if (!reason_on[i]) {
       if (!sum)
         continue; /* dispatched from its first drop on */
@@ -264,15 +258,13 @@ void drops_locations_dispatch(int fd, int overflow_fd) {
     size_t loc;
     uint64_t drops;
   } seen[DROPS_LOCATIONS_MAX];
-  uint64_t key, next, val, *cur = NULL;
+  uint64_t key, next, *cur = NULL;
   while (nseen < DROPS_LOCATIONS_MAX &&
          bpf_map_get_next_key(fd, cur, &next) == 0) {
     key = next;
     cur = &key;
-    if (bpf_map_lookup_elem(fd, &key, &val) == 0) {
-      seen[nseen].loc = loc_index(key);
-      seen[nseen++].drops = val;
-    }
+    if (ebpf_percpu_sum(fd, &key, &seen[nseen].drops))
+      seen[nseen++].loc = loc_index(key);
   }
   if (nlocs > from) /* new ones: named now, from /proc/kallsyms */
     name_locations(from);
@@ -286,14 +278,10 @@ void drops_locations_dispatch(int fd, int overflow_fd) {
     else
       other += (int64_t)seen[i].drops;
   }
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu > 0) {
-    uint64_t vals[ncpu];
-    uint32_t zero = 0;
-    if (bpf_map_lookup_elem(overflow_fd, &zero, vals) == 0)
-      for (int c = 0; c < ncpu; c++)
-        other += (int64_t)vals[c];
-  }
+  uint32_t zero = 0;
+  uint64_t over;
+  if (ebpf_percpu_sum(overflow_fd, &zero, &over))
+    other += (int64_t)over;
   for (size_t i = 0; i < nfns; i++)
     vl_derive(&fns[i].vl, "operations", "", fns[i].sum);
   if (other)

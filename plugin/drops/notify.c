@@ -94,14 +94,9 @@ void drops_notify_read(void) {
     ebpf_ring_note(&events, FEATURE ": DropNotifications",
                    "the drops that find it full are counted in "
                    "notifications_suppressed");
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0)
-    return;
-  uint64_t vals[ncpu], suppressed = 0;
+  uint64_t suppressed;
   uint32_t zero = 0;
-  if (bpf_map_lookup_elem(suppressed_map, &zero, vals) == 0)
-    for (int c = 0; c < ncpu; c++)
-      suppressed += vals[c];
+  ebpf_percpu_sum(suppressed_map, &zero, &suppressed);
   static value_list_t vl;
   vl_prepare(&vl, PLUGIN_NAME, FEATURE "-kfree_skb");
   vl_derive(&vl, "derive", "notifications", (int64_t)notified);

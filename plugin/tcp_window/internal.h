@@ -126,6 +126,8 @@ struct st_entry { /* a tracked stalled socket */
          ST_GONE /* its OKAY sent in this read: leaves at its end */
   } state;
   uint32_t due_gen; /* the dump its due notification became due */
+  uint64_t cgroup_id; /* the socket's (StalledLimit's shares); 0: unknown */
+  uint32_t rank;      /* st_due: its place among its cgroup's due ones */
   bool held;        /* that notification was held back (counted once) */
   bool closed;      /* ST_ENDING: gone ("closed"), else "resumed" */
   int32_t pid;                     /* 0: no owner found */

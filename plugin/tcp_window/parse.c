@@ -101,10 +101,12 @@ int tcp_mem_parse(const char *buf, size_t len, uint64_t out[3]) {
   (offsetof(struct tcp_info, tcpi_last_data_recv) +                            \
    sizeof(((struct tcp_info *)0)->tcpi_last_data_recv))
 
-/* Finds INET_DIAG_INFO in the attributes and reads tcpi_last_data_recv.
- * Returns 1 found, 0 absent or too short, -EBADMSG malformed. */
+/* Finds INET_DIAG_INFO in the attributes and reads tcpi_last_data_recv,
+ * and the socket's cgroup id where the kernel sends it (INET_DIAG_CGROUP_ID,
+ * 5.8; *cgroup stays as it is where not). Returns 1 found, 0 absent or too short, -EBADMSG
+ * malformed. */
 static int find_last_data_recv(const unsigned char *a, size_t len,
-                               uint32_t *out) {
+                               uint32_t *out, uint64_t *cgroup) {
   int found = 0;
   while (len >= sizeof(struct rtattr)) {
     struct rtattr rta;
@@ -117,6 +119,9 @@ static int find_last_data_recv(const unsigned char *a, size_t len,
              a + RTA_LENGTH(0) + offsetof(struct tcp_info, tcpi_last_data_recv),
              sizeof(*out));
       found = 1;
+    } else if (rta.rta_type == INET_DIAG_CGROUP_ID &&
+               rta.rta_len - RTA_LENGTH(0) >= sizeof(*cgroup)) {
+      memcpy(cgroup, a + RTA_LENGTH(0), sizeof(*cgroup));
     }
     size_t step = RTA_ALIGN(rta.rta_len);
     if (step >= len)
@@ -139,13 +144,14 @@ static int diag_msg(const unsigned char *pl, size_t pllen,
   if (m.idiag_state == 10 /* TCP_LISTEN */)
     return 0;
   uint32_t last = 0;
+  uint64_t cgroup = 0;
   bool stalled = false;
   if (m.idiag_rqueue > 0) {
     int st = find_last_data_recv(pl + NLMSG_ALIGN(sizeof(m)),
                                  pllen > NLMSG_ALIGN(sizeof(m))
                                      ? pllen - NLMSG_ALIGN(sizeof(m))
                                      : 0,
-                                 &last);
+                                 &last, &cgroup);
     if (st < 0)
       return st;
     if (st == 0) {
@@ -168,6 +174,7 @@ static int diag_msg(const unsigned char *pl, size_t pllen,
         .dport = ntohs(m.id.idiag_dport),
         .family = m.idiag_family,
         .stalled = stalled,
+        .cgroup = cgroup,
     };
     memcpy(s.src, m.id.idiag_src, sizeof(s.src));
     memcpy(s.dst, m.id.idiag_dst, sizeof(s.dst));
@@ -287,6 +294,7 @@ size_t scanrec_walk(const void *buf, size_t len, uint32_t stalled_ms,
           .dport = r.dport,
           .family = r.family,
           .stalled = stalled,
+          .cgroup = r.cgroup,
       };
       memcpy(s.src, r.src, sizeof(s.src));
       memcpy(s.dst, r.dst, sizeof(s.dst));

@@ -32,6 +32,7 @@ struct diag_sock {
   uint8_t family;          /* AF_INET or AF_INET6 */
   uint8_t stalled;         /* counted as stalled */
   uint8_t src[16], dst[16]; /* network order; IPv4 in the first 4 bytes */
+  uint64_t cgroup;          /* the socket's cgroup id; 0: unknown */
 };
 
 struct stall_acc {

@@ -21,7 +21,8 @@ static const struct tcpw_cfg *cfg;
 
 /* One WARNING when a socket becomes stalled, one OKAY when it no longer is
  * (it read: "resumed") or is gone ("closed"), at most StalledLimit a second
- * (the others wait, oldest due first: st_commit). The sockets are tracked
+ * (the others wait, in turns by cgroup and oldest due first in each:
+ * st_due). The sockets are tracked
  * by their cookie from one read to the next; the owning process is looked
  * up (from the socket's inode: owners.c) once, when its WARNING is sent, so
  * the cost follows the notifications, not the sockets. Both are bounded:
@@ -191,6 +192,38 @@ static int st_due_cmp(const void *a, const void *b) {
   return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
 }
 
+/* By cgroup, then oldest due first: to number each one's due ones. */
+static int st_cgroup_cmp(const void *a, const void *b) {
+  const struct st_entry *x = *(struct st_entry *const *)a;
+  const struct st_entry *y = *(struct st_entry *const *)b;
+  if (x->cgroup_id != y->cgroup_id)
+    return x->cgroup_id < y->cgroup_id ? -1 : 1;
+  return st_due_cmp(a, b);
+}
+
+/* Each cgroup's oldest due first, then each one's second, and so on,
+ * oldest first within a round. */
+static int st_share_cmp(const void *a, const void *b) {
+  const struct st_entry *x = *(struct st_entry *const *)a;
+  const struct st_entry *y = *(struct st_entry *const *)b;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  return st_due_cmp(a, b);
+}
+
+/* due[0..nd) in the order StalledLimit takes them: a fair share per
+ * cgroup (the socket's, from the scan), so that a tenant with thousands
+ * of stalled receivers does not keep another's one waiting behind them;
+ * within a cgroup, oldest due first. */
+static void st_share_order(struct st_entry **due, size_t nd) {
+  qsort(due, nd, sizeof(*due), st_cgroup_cmp);
+  for (size_t i = 0; i < nd; i++)
+    due[i]->rank = i && due[i - 1]->cgroup_id == due[i]->cgroup_id
+                       ? due[i - 1]->rank + 1
+                       : 0;
+  qsort(due, nd, sizeof(*due), st_share_cmp);
+}
+
 /* The notifications one read may send: StalledLimit a second over the
  * read's interval, at least one. */
 static size_t st_budget(void) {
@@ -275,7 +308,8 @@ static bool st_add(void) {
                            .seen_gen = st.gen,
                            .stalled_gen = st.gen,
                            .state = ST_WAITING,
-                           .due_gen = st.gen};
+                           .due_gen = st.gen,
+                           .cgroup_id = s->cgroup};
     st_addr(e->local, s->family, s->src, s->sport);
     st_addr(e->remote, s->family, s->dst, s->dport);
   }
@@ -317,7 +351,8 @@ static void st_warn(struct st_entry **due, size_t n) {
 }
 
 /* The due notifications of one kind (ST_ENDING: OKAYs, ST_WAITING:
- * WARNINGs) into st.due, at most *budget of them, oldest due first; the
+ * WARNINGs) into st.due, at most *budget of them, in turns by cgroup and
+ * oldest due first in each (st_share_order); the
  * others wait for a later read, still due while their socket stays as it
  * is, and are counted as suppressed the first time they wait. Returns how
  * many may go now, and takes them from *budget. */
@@ -327,7 +362,7 @@ static size_t st_due(enum st_state state, size_t *budget) {
     if (st.e[i].state == state)
       st.due[nd++] = &st.e[i];
   if (nd > *budget) {
-    qsort(st.due, nd, sizeof(*st.due), st_due_cmp);
+    st_share_order(st.due, nd);
     for (size_t i = *budget; i < nd; i++)
       if (!st.due[i]->held) {
         st.due[i]->held = true;
@@ -374,7 +409,7 @@ static void st_commit(void) {
   if (st.limited && !st.limit_noted)
     E_NOTICE(FEATURE ": more stalled-receiver notifications are due than "
              "StalledLimit allows (%lld a second): the others wait for "
-             "later reads, oldest first.",
+             "later reads, in turns by cgroup, oldest first.",
              cfg->stalled_limit);
   st.limit_noted = st.limited;
   if (st.overflow && !st.overflow_warned)

@@ -6,27 +6,37 @@
  *   every kernel the tests run on (tests/helpers/hol_drop.bpf.c says why).
  * - tc_drop_udp (tcx ingress, 6.6+, attached by tests/helpers/tcx_drop.c,
  *   no tc module needed): the same for port TC_DROP_PORT, where the kernel
- *   gives the drop a reason of its own (tc_ingress). */
+ *   gives the drop a reason of its own (tc_ingress).
+ * - tc_drop_synack (tcx egress, the same way): drops every SYN-ACK sent
+ *   from port TC_SYNACK_PORT, a packet whose socket is the listener's
+ *   request socket (tc_egress). */
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #define XDP_DROP_PORT 40999
 #define TC_DROP_PORT 40998
+#define TC_SYNACK_PORT 40997
 
 __u64 dropped = 0;
 __u64 tc_dropped = 0;
 
-/* The UDP destination port of an IPv4 datagram in [data, end), or 0. */
-static __always_inline __u16 udp_dport(void *data, void *end) {
+/* The header after the IPv4 header of a frame in [data, end), when that
+ * header is of protocol proto; else NULL. */
+static __always_inline void *ipv4_next(void *data, void *end, __u8 proto) {
   struct ethhdr *eth = data;
   if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x0800))
-    return 0;
+    return NULL;
   struct iphdr *ip = (void *)(eth + 1);
-  if ((void *)(ip + 1) > end || ip->protocol != 17 || ip->ihl != 5)
-    return 0;
-  struct udphdr *udp = (void *)(ip + 1);
-  if ((void *)(udp + 1) > end)
+  if ((void *)(ip + 1) > end || ip->protocol != proto || ip->ihl != 5)
+    return NULL;
+  return ip + 1;
+}
+
+/* The UDP destination port of an IPv4 datagram in [data, end), or 0. */
+static __always_inline __u16 udp_dport(void *data, void *end) {
+  struct udphdr *udp = ipv4_next(data, end, 17);
+  if (!udp || (void *)(udp + 1) > end)
     return 0;
   return bpf_ntohs(udp->dest);
 }
@@ -45,6 +55,17 @@ int tc_drop_udp(struct __sk_buff *skb) {
   if (udp_dport((void *)(long)skb->data, (void *)(long)skb->data_end) !=
       TC_DROP_PORT)
     return 0; /* TC_ACT_OK */
+  __sync_fetch_and_add(&tc_dropped, 1);
+  return 2; /* TC_ACT_SHOT */
+}
+
+SEC("tc")
+int tc_drop_synack(struct __sk_buff *skb) {
+  void *end = (void *)(long)skb->data_end;
+  struct tcphdr *tcp = ipv4_next((void *)(long)skb->data, end, 6);
+  if (!tcp || (void *)(tcp + 1) > end || bpf_ntohs(tcp->source) != TC_SYNACK_PORT ||
+      !tcp->syn || !tcp->ack)
+    return 0;
   __sync_fetch_and_add(&tc_dropped, 1);
   return 2; /* TC_ACT_SHOT */
 }

@@ -104,6 +104,8 @@ static void *put(struct nlbuf *nb, const void *p, size_t n) {
   return at;
 }
 
+static uint64_t msg_cgroup; /* INET_DIAG_CGROUP_ID to attach; 0: none */
+
 /* One SOCK_DIAG_BY_FAMILY message. info_len: bytes of tcp_info to attach
  * (0: no INET_DIAG_INFO attribute). */
 static void add_sock(struct nlbuf *nb, uint8_t state, uint32_t rqueue,
@@ -131,6 +133,14 @@ static void add_sock(struct nlbuf *nb, uint8_t state, uint32_t rqueue,
     put(nb, &a, sizeof(a));
     nb->len -= NLMSG_ALIGN(sizeof(a)) - sizeof(a);
     put(nb, &ti, info_len);
+  }
+  if (msg_cgroup) {
+    struct rtattr a = {.rta_len = RTA_LENGTH(sizeof(msg_cgroup)),
+                       .rta_type = INET_DIAG_CGROUP_ID};
+    unsigned char ab[RTA_SPACE(sizeof(msg_cgroup))];
+    memcpy(ab, &a, sizeof(a));
+    memcpy(ab + RTA_LENGTH(0), &msg_cgroup, sizeof(msg_cgroup));
+    put(nb, ab, sizeof(ab));
   }
   struct nlmsghdr *hp = (struct nlmsghdr *)(nb->b + start);
   hp->nlmsg_len = (uint32_t)(nb->len - start);
@@ -481,11 +491,32 @@ DEF_TEST(diag_dump_interrupted) {
   return 0;
 }
 
+/* The socket's cgroup id (INET_DIAG_CGROUP_ID, after INFO) reaches each(),
+ * for StalledLimit's shares; 0 where the kernel sends none. */
+static struct diag_sock seen[8];
+static size_t nseen;
+static void collect(const struct diag_sock *s, void *arg);
+
+DEF_TEST(diag_cgroup_id) {
+  struct nlbuf nb = {.len = 0};
+  msg_cgroup = 0x1234567890ull;
+  add_sock(&nb, 1, 100, 5000, sizeof(struct tcp_info));
+  msg_cgroup = 0;
+  add_sock(&nb, 1, 100, 5000, sizeof(struct tcp_info));
+  add_done(&nb);
+  struct stall_acc acc = {.each = collect};
+  nseen = 0;
+  walk(&nb, nb.len, 1000, &acc);
+  CHECK_EQ_U64(2, nseen);
+  CHECK_EQ_U64(0x1234567890ull, seen[0].cgroup);
+  CHECK_EQ_U64(0, seen[1].cgroup);
+  CHECK(seen[0].stalled && seen[1].stalled);
+  return 0;
+}
+
 /* The iterator's records: the same decisions as the sock_diag walk (stalled
  * when rqueue > 0 and last_data_recv > limit), every record handed to
  * each() with its fields, a partial record left for the next read. */
-static struct diag_sock seen[8];
-static size_t nseen;
 static void collect(const struct diag_sock *s, void *arg) {
   if (nseen < 8)
     seen[nseen++] = *s;
@@ -498,6 +529,7 @@ DEF_TEST(scanrec_counts_stalled) {
                                 .last_data_recv = 2001, .sport = 80,
                                 .dport = 40000, .family = AF_INET};
   r[0].src[0] = 127, r[0].src[3] = 1, r[0].dst[0] = 10;
+  r[0].cgroup = 4242;
   /* not > limit */
   r[1] = (struct tcpw_scan_rec){.cookie = 12, .rqueue = 700,
                                 .last_data_recv = 2000, .family = AF_INET6};
@@ -526,6 +558,7 @@ DEF_TEST(scanrec_counts_stalled) {
   CHECK_EQ_U64(80, seen[0].sport);
   CHECK_EQ_U64(40000, seen[0].dport);
   CHECK_EQ_U64(AF_INET, seen[0].family);
+  CHECK_EQ_U64(4242, seen[0].cgroup); /* StalledLimit's shares */
   CHECK(seen[0].stalled && !seen[1].stalled && !seen[2].stalled &&
         seen[3].stalled);
   CHECK(seen[0].src[0] == 127 && seen[0].src[3] == 1 && seen[0].dst[0] == 10);
@@ -555,5 +588,6 @@ int main(void) {
   RUN_TEST(diag_ignores_other_requests);
   RUN_TEST(diag_dump_interrupted);
   RUN_TEST(scanrec_counts_stalled);
+  RUN_TEST(diag_cgroup_id);
   END_TEST;
 }
