@@ -18,9 +18,10 @@
  * the value for one interval. And one value per identifier in a read
  * keeps the two apart in collectd's write queue, whose threads may take
  * two values of one read in either order (utils_cache and the rrdtool
- * plugin ignore a value older than the last they had). The times:
- * 0 at min(previous read, this read - Interval), the count at this read:
- * at least one Interval apart, so the rrdtool plugin, which writes whole
+ * plugin ignore a value older than the last they had). The times: 0 at
+ * min(previous read's start, now - Interval), the count at now (when it
+ * was read, the time collectd would have given it): at least one Interval
+ * apart, so the rrdtool plugin, which writes whole
  * seconds, has two distinct seconds from Interval 1 s on.
  *
  * A held series that is not dispatched again at the next read (a cgroup
@@ -68,7 +69,7 @@ static struct {
   size_t nheld, held_cap;
   uint32_t read; /* reads begun; 0: none yet */
   uint32_t swept;
-  cdtime_t t_prev, t_now;
+  cdtime_t t_prev, t_now; /* the last two reads' starts */
   bool warned;
 } st;
 
@@ -202,8 +203,9 @@ static bool held_room(void) {
  * a backend that keeps every value sees; no room to remember it: as it
  * is, NOTICE once). */
 static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
+  cdtime_t now = now_cdtime(); /* the time collectd would have given v */
   cdtime_t iv = plugin_get_interval();
-  cdtime_t t0 = st.t_now > iv ? st.t_now - iv : st.t_now / 2;
+  cdtime_t t0 = now > iv ? now - iv : now / 2;
   if (st.t_prev && st.t_prev < t0)
     t0 = st.t_prev;
   bool can_hold = held_room();
@@ -219,7 +221,7 @@ static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
   if (!can_hold)
     return false;
   struct series_held *hd = &st.held[st.nheld++];
-  *hd = (struct series_held){.h = h, .v = v, .t = st.t_now, .read = st.read};
+  *hd = (struct series_held){.h = h, .v = v, .t = now, .read = st.read};
   memcpy(hd->id[0], vl->plugin, DATA_MAX_NAME_LEN);
   memcpy(hd->id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
   memcpy(hd->id[2], vl->type, DATA_MAX_NAME_LEN);
