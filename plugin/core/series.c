@@ -7,10 +7,11 @@
  * Prometheus' rate()) takes that first value as its base: the events that
  * made the series appear, often the very burst an operator looks for, are
  * never seen. So the first time an identifier is dispatched after the
- * plugin's first read, the core dispatches 0 in its place, stamped at the
- * previous read's time (when the series was not there, so its count was
- * 0), and holds the count back for one interval: it goes out at the next
- * read, stamped at the time it was read, before that read's own value.
+ * plugin's first read, the core dispatches 0 in its place, stamped one
+ * Interval earlier (at the previous read: the series was not there, so
+ * its count was 0), and holds the count back for one interval: it goes
+ * out at the next read, stamped at the time it was read, before that
+ * read's own value.
  *
  * Why hold it rather than send 0 and the count in one read: a backend that
  * keeps only the latest value (write_prometheus, scraped later) would
@@ -19,10 +20,13 @@
  * keeps the two apart in collectd's write queue, whose threads may take
  * two values of one read in either order (utils_cache and the rrdtool
  * plugin ignore a value older than the last they had). The times: 0 at
- * min(previous read's start, now - Interval), the count at now (when it
- * was read, the time collectd would have given it): at least one Interval
- * apart, so the rrdtool plugin, which writes whole
- * seconds, has two distinct seconds from Interval 1 s on.
+ * now - Interval, the count at now (when it was read, the time collectd
+ * would have given it): one Interval apart, so the rrdtool plugin, which
+ * writes whole seconds, has two distinct seconds from Interval 1 s on,
+ * within its heartbeat (2 Intervals) even after a late read. When the
+ * previous read was on time the series had no count then; after a late
+ * one, the events between it and now - Interval are put in the last
+ * Interval (the sum stays).
  *
  * A held series that is not dispatched again at the next read (a cgroup
  * that lived one interval) has its count sent by series_read_end().
@@ -69,7 +73,7 @@ static struct {
   size_t nheld, held_cap;
   uint32_t read; /* reads begun; 0: none yet */
   uint32_t swept;
-  cdtime_t t_prev, t_now; /* the last two reads' starts */
+  cdtime_t t_now; /* the read's start */
   bool warned;
 } st;
 
@@ -198,16 +202,16 @@ static bool held_room(void) {
   return true;
 }
 
-/* A new identifier: 0 at the previous read's time, and v held for the next
+/* A new identifier: 0 one Interval before, and v held for the next
  * read. false: dispatch v now (no room to hold it: after the 0, which only
  * a backend that keeps every value sees; no room to remember it: as it
  * is, NOTICE once). */
 static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
   cdtime_t now = now_cdtime(); /* the time collectd would have given v */
   cdtime_t iv = plugin_get_interval();
+  /* One Interval before: within RRD's heartbeat (2 Intervals) and in
+   * another second from 1 s on, however late the previous read was. */
   cdtime_t t0 = now > iv ? now - iv : now / 2;
-  if (st.t_prev && st.t_prev < t0)
-    t0 = st.t_prev;
   bool can_hold = held_room();
   if (!insert(h, can_hold ? (int32_t)st.nheld : -1)) {
     if (!st.warned)
@@ -269,7 +273,6 @@ void series_renamed(const value_list_t *vl) {
 
 void series_read_begin(void) {
   st.read++;
-  st.t_prev = st.t_now;
   st.t_now = now_cdtime();
 }
 
