@@ -189,7 +189,7 @@ UNIT_WITH_SRC := tcp_window_diag_test:tcp_window/sockdiag+tcp_window/stalled+tcp
 	netstacklat_test:netstacklat/config+netstacklat/read+netstacklat/groups \
 	nsl_outliers_test:netstacklat/outliers owners_test:common/owners nsl_slots_test:netstacklat/slots \
 	nsl_cgfilter_test:netstacklat/cgfilter nsl_ifaces_test:netstacklat/ifaces pressure_test:pressure/pressure \
-	drops_test:drops/names
+	drops_test:drops/names series_test:core/series
 define unit_with_src
 $(BUILD)/tests/$(1): tests/unit/$(1).c tests/unit/mock_collectd.c \
 		$(filter-out $(BUILD)/plugin/core/ebpf.o $(patsubst %,$(BUILD)/plugin/%.o,$(subst +, ,$(2))),$(PLUGIN_OBJS)) | $(BUILD)/tests
@@ -204,13 +204,18 @@ $(BUILD)/tests/bpf_atomics_test: | $(BPF_OBJS)
 $(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
 
 # The loader's objects: the choice (loader.c), the flavours' probes
-# (probe.c) and libbpf's log (libbpf_log.c).
+# (probe.c) and libbpf's log (libbpf_log.c); the core's helpers below
+# them (util.c, its new series' zeros series.c, the escaping esc.c).
 LOADER_OBJS := $(addprefix $(BUILD)/plugin/common/,loader.o probe.o libbpf_log.o)
+CORE_OBJS := $(addprefix $(BUILD)/plugin/core/,util.o series.o esc.o)
 $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/core/esc.o $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
+		$(LOADER_OBJS) $(CORE_OBJS) $(BUILD)/bpf/selftest.skel.h | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
-		$(LOADER_OBJS) $(BUILD)/plugin/core/util.o $(BUILD)/plugin/core/esc.o -o $@ -lbpf -lelf -lz -lm
+		$(LOADER_OBJS) $(CORE_OBJS) -o $@ -lbpf -lelf -lz -lm
+
+# notify_test includes util.c: its dispatch helpers need series.c.
+$(BUILD)/tests/notify_test: $(BUILD)/plugin/core/series.o
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.

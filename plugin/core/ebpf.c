@@ -362,6 +362,7 @@ static void submit_flavour(const char *feature, const struct hook_state *h,
 }
 
 static int ebpf_read(void) {
+  series_read_begin();
   for (size_t f = 0; f < NFEATURES; f++) {
     if (!running[f])
       continue;
@@ -373,6 +374,7 @@ static int ebpf_read(void) {
         read_bpf_stats(obj);
     }
   }
+  series_read_end();
   return 0;
 }
 
@@ -383,6 +385,7 @@ static int ebpf_shutdown(void) {
     running[f] = false;
   }
   nflavour_vls = 0; /* the hook arrays are the features' */
+  series_reset();
   if (stats_fd >= 0)
     close(stats_fd);
   stats_fd = -1;

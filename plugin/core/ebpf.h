@@ -87,6 +87,19 @@ void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
  * cannot be read. */
 bool ebpf_percpu_sum(int map_fd, const void *key, uint64_t *sum);
 
+/* New DERIVE series start from 0 (core/series.c). vl_derive() asks
+ * series_derive() (vl's identity filled): true, dispatch v as usual;
+ * false, it was taken care of. The core's read brackets every read with
+ * series_read_begin() and series_read_end(), and its shutdown forgets all
+ * (series_reset()). A feature that renames a source whose counters go on
+ * under the new name calls series_renamed() with the new identity
+ * (vl_prepare()'d) before its values: they get no 0. */
+bool series_derive(value_list_t *vl, int64_t v);
+void series_renamed(const value_list_t *vl);
+void series_read_begin(void);
+void series_read_end(void);
+void series_reset(void);
+
 /* ---- notifications ---- */
 /* One field of a notification: a key ([a-z0-9_]) and a typed value. The
  * same list gives the message and the meta data, so they always agree. */

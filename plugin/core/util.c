@@ -312,7 +312,8 @@ size_t names_unshare(struct name_use *v, size_t n) {
 /* A bounded copy: snprintf("%s") was 60% of a read callback's time. */
 static void name_copy(char dst[DATA_MAX_NAME_LEN], const char *src) {
   size_t n = src ? strnlen(src, DATA_MAX_NAME_LEN - 1) : 0;
-  memcpy(dst, src, n);
+  if (n) /* memcpy() from NULL is undefined even for 0 bytes */
+    memcpy(dst, src, n);
   dst[n] = 0;
 }
 
@@ -325,12 +326,9 @@ void vl_prepare(value_list_t *vl, const char *plugin,
 
 /* collectd copies the list (and fills host, time and interval in its copy),
  * so the caller's prepared identity stays as it was. */
-static void vl_submit(value_list_t *vl, const char *type,
-                      const char *type_instance, value_t v) {
+static void vl_submit(value_list_t *vl, value_t v) {
   vl->values = &v;
   vl->values_len = 1;
-  name_copy(vl->type, type);
-  name_copy(vl->type_instance, type_instance);
   plugin_dispatch_values(vl);
   vl->values = NULL;
   vl->values_len = 0;
@@ -338,12 +336,17 @@ static void vl_submit(value_list_t *vl, const char *type,
 
 void vl_gauge(value_list_t *vl, const char *type, const char *type_instance,
               double v) {
-  vl_submit(vl, type, type_instance, (value_t){.gauge = v});
+  name_copy(vl->type, type);
+  name_copy(vl->type_instance, type_instance);
+  vl_submit(vl, (value_t){.gauge = v});
 }
 
 void vl_derive(value_list_t *vl, const char *type, const char *type_instance,
                int64_t v) {
-  vl_submit(vl, type, type_instance, (value_t){.derive = v});
+  name_copy(vl->type, type);
+  name_copy(vl->type_instance, type_instance);
+  if (series_derive(vl, v)) /* a new series starts from 0 (series.c) */
+    vl_submit(vl, (value_t){.derive = v});
 }
 
 void submit_gauge(const char *plugin, const char *plugin_instance,

@@ -393,6 +393,8 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
     static const struct nsl_hist zero;
     value_list_t vl;
     vl_prepare(&vl, FEATURE, cur[i].inst);
+    if (p && p->inst[0] && strcmp(p->inst, cur[i].inst))
+      series_renamed(&vl); /* its counters go on under the new name */
     if (p)
       memcpy(cur[i].le, p->le, sizeof(cur[i].le));
     nsl_dispatch(s, cur[i].key.hook, &vl, &cur[i].h, p ? &p->h : &zero, elapsed,

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A DERIVE series that appears while collectd runs starts from zero.
+ *
+ * Without this, a new series' first value is its whole count (300
+ * datagrams to a closed port: drops-no_socket/operations = 300, 300, ...),
+ * and everything that works from rates (RRD's DERIVE, StoreRates,
+ * Prometheus' rate()) takes that first value as its base: the events that
+ * made the series appear, often the very burst an operator looks for, are
+ * never seen. So the first time an identifier is dispatched after the
+ * plugin's first read, the core dispatches 0 in its place, stamped one
+ * Interval earlier (at the previous read: the series was not there, so
+ * its count was 0), and holds the count back for one interval: it goes
+ * out at the next read, stamped at the time it was read, before that
+ * read's own value.
+ *
+ * Why hold it rather than send 0 and the count in one read: a backend that
+ * keeps only the latest value (write_prometheus, scraped later) would
+ * never see a 0 that a count replaces microseconds after; held, the 0 is
+ * the value for one interval. And one value per identifier in a read
+ * keeps the two apart in collectd's write queue, whose threads may take
+ * two values of one read in either order (utils_cache and the rrdtool
+ * plugin ignore a value older than the last they had). The times: 0 at
+ * now - Interval, the count at now (when it was read, the time collectd
+ * would have given it): one Interval apart, so the rrdtool plugin, which
+ * writes whole seconds, has two distinct seconds from Interval 1 s on,
+ * within its heartbeat (2 Intervals) even after a late read. When the
+ * previous read was on time the series had no count then; after a late
+ * one, the events between it and now - Interval are put in the last
+ * Interval (the sum stays).
+ *
+ * A held series that is not dispatched again at the next read (a cgroup
+ * that lived one interval) has its count sent by series_read_end().
+ * Series present at the first read are not touched: their counts are
+ * from before collectd started (PSI totals since boot) or from the moment
+ * between loading and the first read, which collectd makes right after
+ * init. A series renamed by its feature (series_renamed()) keeps counting
+ * under the new name, and gets no 0 either.
+ *
+ * Bookkeeping: an open-addressing table of 64-bit FNV-1a hashes of the
+ * identifiers (a hash and two numbers per entry), at most SERIES_MAX of
+ * them; one lookup per DERIVE value. When it is full, identifiers not
+ * dispatched for SERIES_AGE reads are forgotten (once a read); if none
+ * can be, a new series is dispatched as it is (NOTICE once). */
+#include "core/ebpf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SERIES_MAX 16384u  /* identifiers remembered */
+#define SERIES_HELD 1024u  /* counts held in one read */
+#define SERIES_AGE 3u      /* reads unseen before an entry may go */
+#define SERIES_SOURCE 1ull /* low bit set: a renamed source's entry */
+
+struct series_slot {
+  uint64_t h;    /* 0: empty */
+  uint32_t seen; /* the read it was last dispatched in */
+  int32_t held;  /* index in held[], or -1 */
+};
+
+struct series_held {
+  uint64_t h;
+  int64_t v;
+  cdtime_t t;
+  uint32_t read;
+  char id[4][DATA_MAX_NAME_LEN];
+};
+
+static struct {
+  struct series_slot *slot;
+  size_t cap, n; /* cap: a power of two, or 0 */
+  struct series_held *held;
+  size_t nheld, held_cap;
+  uint32_t read; /* reads begun; 0: none yet */
+  uint32_t swept;
+  cdtime_t t_now; /* the read's start */
+  bool warned;
+} st;
+
+static cdtime_t now_cdtime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return TIME_T_TO_CDTIME_T(ts.tv_sec) +
+         TIME_T_TO_CDTIME_T(ts.tv_nsec) / 1000000000;
+}
+
+static uint64_t fnv1a64(uint64_t h, const char *s) {
+  for (; s && *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ull;
+  }
+  h ^= 0xff; /* a separator no name has */
+  return h * 1099511628211ull;
+}
+
+static uint64_t source_hash(const value_list_t *vl) {
+  uint64_t h = fnv1a64(fnv1a64(14695981039346656037ull, vl->plugin),
+                       vl->plugin_instance);
+  return h | SERIES_SOURCE;
+}
+
+static uint64_t ident_hash(const value_list_t *vl) {
+  uint64_t h = fnv1a64(fnv1a64(14695981039346656037ull, vl->plugin),
+                       vl->plugin_instance);
+  h = fnv1a64(fnv1a64(h, vl->type), vl->type_instance) & ~SERIES_SOURCE;
+  return h ? h : 2;
+}
+
+static struct series_slot *find(uint64_t h) {
+  if (!st.cap)
+    return NULL;
+  for (size_t i = h & (st.cap - 1);; i = (i + 1) & (st.cap - 1)) {
+    if (st.slot[i].h == h)
+      return &st.slot[i];
+    if (!st.slot[i].h)
+      return NULL;
+  }
+}
+
+static void place(struct series_slot *tab, size_t cap, struct series_slot s) {
+  size_t i = s.h & (cap - 1);
+  while (tab[i].h)
+    i = (i + 1) & (cap - 1);
+  tab[i] = s;
+}
+
+/* The table again at cap slots, without the entries keep() refuses. */
+static bool rebuild(size_t cap, bool (*keep)(const struct series_slot *)) {
+  struct series_slot *tab = calloc(cap, sizeof(*tab));
+  if (!tab)
+    return false;
+  size_t n = 0;
+  for (size_t i = 0; i < st.cap; i++)
+    if (st.slot[i].h && keep(&st.slot[i])) {
+      place(tab, cap, st.slot[i]);
+      n++;
+    }
+  free(st.slot);
+  st.slot = tab;
+  st.cap = cap;
+  st.n = n;
+  return true;
+}
+
+static bool keep_all(const struct series_slot *s) { return true; }
+
+static bool keep_recent(const struct series_slot *s) {
+  return s->held >= 0 || s->seen + SERIES_AGE > st.read;
+}
+
+/* Room for one more entry: grown to twice its entries (load <= 1/2), or
+ * at the bound, swept of what was not seen lately (once a read). */
+static bool room(void) {
+  if (st.n < SERIES_MAX && (st.n + 1) * 2 <= st.cap)
+    return true;
+  if (st.n < SERIES_MAX)
+    return rebuild(st.cap ? st.cap * 2 : 1024, keep_all);
+  if (st.swept != st.read) {
+    st.swept = st.read;
+    rebuild(st.cap, keep_recent);
+  }
+  return st.n < SERIES_MAX;
+}
+
+static bool insert(uint64_t h, int32_t held) {
+  if (!room())
+    return false;
+  place(st.slot, st.cap, (struct series_slot){h, st.read, held});
+  st.n++;
+  return true;
+}
+
+static void dispatch_at(value_list_t *vl, int64_t v, cdtime_t t) {
+  value_t val = {.derive = v};
+  vl->values = &val;
+  vl->values_len = 1;
+  vl->time = t;
+  plugin_dispatch_values(vl);
+  vl->values = NULL;
+  vl->values_len = 0;
+  vl->time = 0;
+}
+
+/* A held count goes out (at its read's time) and its entry is free. */
+static void release(struct series_slot *s, value_list_t *vl) {
+  struct series_held *hd = &st.held[s->held];
+  dispatch_at(vl, hd->v, hd->t);
+  s->held = -1;
+  hd->h = 0;
+}
+
+static bool held_room(void) {
+  if (st.nheld < st.held_cap)
+    return true;
+  size_t cap = st.held_cap ? st.held_cap * 2 : 16;
+  void *p = cap <= SERIES_HELD ? realloc(st.held, cap * sizeof(*st.held))
+                               : NULL;
+  if (!p)
+    return false;
+  st.held = p;
+  st.held_cap = cap;
+  return true;
+}
+
+/* A new identifier: 0 one Interval before, and v held for the next
+ * read. false: dispatch v now (no room to hold it: after the 0, which only
+ * a backend that keeps every value sees; no room to remember it: as it
+ * is, NOTICE once). */
+static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
+  cdtime_t now = now_cdtime(); /* the time collectd would have given v */
+  cdtime_t iv = plugin_get_interval();
+  /* One Interval before: within RRD's heartbeat (2 Intervals) and in
+   * another second from 1 s on, however late the previous read was. */
+  cdtime_t t0 = now > iv ? now - iv : now / 2;
+  bool can_hold = held_room();
+  if (!insert(h, can_hold ? (int32_t)st.nheld : -1)) {
+    if (!st.warned)
+      E_NOTICE("%u series are remembered, the most there is room for: a "
+               "new series is dispatched from its first count, not from 0.",
+               SERIES_MAX);
+    st.warned = true;
+    return false;
+  }
+  dispatch_at(vl, 0, t0);
+  if (!can_hold)
+    return false;
+  struct series_held *hd = &st.held[st.nheld++];
+  *hd = (struct series_held){.h = h, .v = v, .t = now, .read = st.read};
+  memcpy(hd->id[0], vl->plugin, DATA_MAX_NAME_LEN);
+  memcpy(hd->id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
+  memcpy(hd->id[2], vl->type, DATA_MAX_NAME_LEN);
+  memcpy(hd->id[3], vl->type_instance, DATA_MAX_NAME_LEN);
+  return true;
+}
+
+bool series_derive(value_list_t *vl, int64_t v) {
+  if (st.read == 0)
+    return true; /* no read has begun: a unit test, or init */
+  uint64_t h = ident_hash(vl);
+  struct series_slot *s = find(h);
+  if (s) {
+    if (s->held >= 0 && st.held[s->held].read == st.read) {
+      st.held[s->held].v = v; /* twice in one read: the later count */
+      return false;
+    }
+    if (s->held >= 0)
+      release(s, vl);
+    s->seen = st.read;
+    return true;
+  }
+  if (st.read == 1) {
+    insert(h, -1); /* from before collectd started: as it is */
+    return true;
+  }
+  struct series_slot *src = find(source_hash(vl));
+  if (src && src->seen == st.read) {
+    insert(h, -1); /* a renamed series counts on */
+    return true;
+  }
+  return !hold(vl, h, v);
+}
+
+void series_renamed(const value_list_t *vl) {
+  if (st.read < 2)
+    return;
+  uint64_t h = source_hash(vl);
+  struct series_slot *s = find(h);
+  if (s)
+    s->seen = st.read;
+  else
+    insert(h, -1);
+}
+
+void series_read_begin(void) {
+  st.read++;
+  st.t_now = now_cdtime();
+}
+
+/* Counts held in an earlier read whose series was not dispatched in this
+ * one go out now; those of this read wait for the next. */
+void series_read_end(void) {
+  size_t kept = 0;
+  for (size_t i = 0; i < st.nheld; i++) {
+    struct series_held hd = st.held[i];
+    if (!hd.h)
+      continue;
+    struct series_slot *s = find(hd.h);
+    if (hd.read != st.read) {
+      value_list_t vl = VALUE_LIST_INIT;
+      memcpy(vl.plugin, hd.id[0], DATA_MAX_NAME_LEN);
+      memcpy(vl.plugin_instance, hd.id[1], DATA_MAX_NAME_LEN);
+      memcpy(vl.type, hd.id[2], DATA_MAX_NAME_LEN);
+      memcpy(vl.type_instance, hd.id[3], DATA_MAX_NAME_LEN);
+      dispatch_at(&vl, hd.v, hd.t);
+      if (s)
+        s->held = -1;
+      continue;
+    }
+    if (s)
+      s->held = (int32_t)kept;
+    st.held[kept++] = hd;
+  }
+  st.nheld = kept;
+}
+
+void series_reset(void) {
+  free(st.slot);
+  free(st.held);
+  memset(&st, 0, sizeof(st));
+}
