@@ -180,7 +180,9 @@ static void sample_auto(struct nsl_state *s, double elapsed) {
     keep[h] = n_within(s->hook_events[h], AUTO_FLOOR_KEEP * AUTO_FLOOR);
   }
   double cost = auto_raise(rate, fixed, budget, cap, n);
-  bool over = cost > budget;
+  /* Kept again only within the 90% that N is raised to, so that an
+   * estimate near the budget does not repeat the WARNING. */
+  bool over = cost > (s->auto_over ? 0.9 : 1.0) * budget;
   if (over && !s->auto_over)
     E_WARNING(FEATURE ": SampleEvery auto: CostBudget %g%% of a CPU cannot "
               "be kept: counting the events alone, timed or not, costs "
