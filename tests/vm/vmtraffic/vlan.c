@@ -93,7 +93,9 @@ int vlan(int port, int n, const char *tags) {
   for (int i = 0; i < n; i++) {
     if (send(tx, frame, len, 0) != (ssize_t)len)
       die("send");
-    if (wait_readable(rx, 1000) > 0 && recv(rx, buf, sizeof(buf), 0) == 64)
+    if (wait_readable(rx, 10000) != 1)
+      break;
+    if (recv(rx, buf, sizeof(buf), 0) == 64)
       got++;
   }
   route_localnet(localnet);
