@@ -212,6 +212,27 @@ static __always_inline __u64 if_group(__u32 ifindex, __u32 netns_inum) {
   return targ_netns ? ifindex : ((__u64)netns_inum << 32) | ifindex;
 }
 
+/* ip_start's tracepoint flavour fires before __netif_receive_skb_core
+ * takes a VLAN tag out of the packet: a frame whose 802.1Q or 802.1ad tag
+ * is still in it (no VLAN offload: virtio-net, a NIC with rxvlan off, the
+ * inner tag of QinQ) has skb->protocol 0x8100 or 0x88A8 there. Called only
+ * for a protocol other than IPv4 and IPv6, so IP packets pay nothing: the
+ * protocol each tag encapsulates (at most two tags, one read of the first
+ * 8 bytes after the Ethernet header, where skb->data points) is IPv4 or
+ * IPv6. The other flavours hook ip_rcv_core, after the tags are gone. */
+static __always_inline bool vlan_of_ip(const struct sk_buff *skb,
+                                       __be16 proto) {
+  if (proto != bpf_htons(0x8100) && proto != bpf_htons(0x88A8))
+    return false;
+  __be16 tag[4]; /* TCI, encapsulated protocol, twice */
+  if (bpf_probe_read_kernel(tag, sizeof(tag), skb->data))
+    return false;
+  proto = tag[1];
+  if (proto == bpf_htons(0x8100) || proto == bpf_htons(0x88A8))
+    proto = tag[3];
+  return proto == bpf_htons(0x0800) || proto == bpf_htons(0x86DD);
+}
+
 /* A packet seen before socket lookup (ip_start, tcp_start, udp_start). */
 static __always_inline void packet_hook(__u32 hook, const struct sk_buff *skb,
                                         __u32 ifindex, const bool probed) {

@@ -24,8 +24,8 @@ int BPF_PROG(ip_start_fentry_v6, struct sk_buff *skb) {
 }
 
 /* Fires in __netif_receive_skb_core before the protocol handler, so it
- * sees every received packet: keep only IPv4 and IPv6. skb_iif is not set
- * yet there; the device is.
+ * sees every received packet: keep only IPv4 and IPv6, in a VLAN tag or
+ * not (vlan_of_ip). skb_iif is not set yet there; the device is.
  * It fires once per call, not per device: a bond, team, VLAN, macvlan or
  * ipvlan hands the packet to its upper device inside the same call. A
  * bridge port does not: the bridge receives the packet again
@@ -38,7 +38,8 @@ int BPF_PROG(ip_start_fentry_v6, struct sk_buff *skb) {
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(ip_start_tp, struct sk_buff *skb) {
   __be16 proto = skb->protocol;
-  if (proto != bpf_htons(0x0800) && proto != bpf_htons(0x86DD))
+  if (proto != bpf_htons(0x0800) && proto != bpf_htons(0x86DD) &&
+      !vlan_of_ip(skb, proto))
     return 0;
   const struct net_device *dev = skb->dev;
   if (BPF_CORE_READ_BITFIELD(dev, priv_flags) &

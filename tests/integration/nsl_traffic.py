@@ -30,6 +30,14 @@
                                  seed): queueing delays over many buckets
   sink-udp ADDR PORT SECONDS     receive datagrams for SECONDS, with receive
                                  timestamps on (SO_TIMESTAMPNS), print the count
+  send-vlan ADDR PORT N IFACE DSTMAC TAGS
+                                 send N UDP datagrams over IPv4 as Ethernet
+                                 frames written on IFACE (a packet socket),
+                                 to DSTMAC, in VLAN tags that stay in the
+                                 packet: TAGS is the tags' protocols from
+                                 the outside in (8100: 802.1Q, 88a8:
+                                 802.1ad), each with VLAN ID 0, which the
+                                 receiver takes out without a VLAN device
   stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
   proxy-tcp ADDR PORT M DELAY_MS CPU
                                  a proxy's loop pinned to CPU: accept two
@@ -75,6 +83,42 @@ def listen(fam, addr, port, backlog):
     ls.listen(backlog)
     print("ready", flush=True)
     return ls
+
+
+def ip_checksum(b):
+    total = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def vlan_frame(src_mac, dst_mac, tags, src, dst, sport, dport, payload):
+    """An Ethernet frame: the tags (protocol, TCI 0: VLAN 0) and an IPv4
+    UDP datagram (no UDP checksum: allowed over IPv4)."""
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
+    l2 = dst_mac + src_mac
+    for t in tags:
+        l2 += struct.pack("!H", t) + b"\0\0"
+    return l2 + struct.pack("!H", 0x0800) + ip + udp
+
+
+def send_vlan(addr, port, n, iface, dst_mac, tags):
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.connect((addr, port))
+    src = probe.getsockname()[0]
+    with open("/sys/class/net/%s/address" % iface) as f:
+        src_mac = bytes.fromhex(f.read().strip().replace(":", ""))
+    frame = vlan_frame(src_mac, bytes.fromhex(dst_mac.replace(":", "")),
+                       [int(t, 16) for t in tags.split(",")], src, addr,
+                       probe.getsockname()[1], port, b"v" * 64)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    for _ in range(n):
+        s.send(frame)
+        time.sleep(0.0005)
 
 
 def main():
@@ -145,6 +189,8 @@ def main():
             except socket.timeout:
                 pass
         print(got, flush=True)
+    elif cmd == "send-vlan":
+        send_vlan(addr, port, n, sys.argv[5], sys.argv[6], sys.argv[7])
     elif cmd == "stream-udp":
         s = socket.socket(fam, socket.SOCK_DGRAM)
         end = time.time() + n

@@ -86,6 +86,16 @@
  *       a reader ready to take each datagram the moment it is queued.
  *       Prints "conc sent S received R"; exit status 0 only if R = S.
  *
+ *   vmtraffic vlan PORT N TAGS
+ *       N UDP datagrams to 127.0.0.1:PORT in VLAN tags that stay in the
+ *       packet, as without VLAN offload: Ethernet frames written on lo by
+ *       a packet socket, the tags' protocols from the outside in TAGS
+ *       (8100: 802.1Q; 88a8,8100: QinQ), each VLAN 0 (taken out without
+ *       a VLAN device: no 8021q module needed), from 127.0.0.2, each
+ *       received before the next is sent (lo's route_localnet set to 1
+ *       meanwhile: the frames come with no route). Prints "vlan TAGS sent
+ *       N received R".
+ *
  * Exit status 0 only if every datagram/message arrived. */
 #include "vmtraffic.h"
 
@@ -112,11 +122,13 @@ int main(int argc, char **argv) {
     return drops(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 6 && !strcmp(argv[1], "stall"))
     return stall(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+  if (argc == 5 && !strcmp(argv[1], "vlan"))
+    return vlan(atoi(argv[2]), atoi(argv[3]), argv[4]);
   if (argc == 6 && !strcmp(argv[1], "qcheck"))
     return qcheck(argv[2], argv[3], atof(argv[4]), atoll(argv[5]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
                   "tcp ADDR PORT M DELAY_MS|SHAPE GAP_MS | qcheck DIR READS T0 BASE | clamp PORT SECONDS [CPU] | "
                   "conc PORT FLOWS N block|spin | drops udp|tcp|rcvbuf PORT N | "
-                  "stall PORT BYTES IDLE SECONDS\n");
+                  "stall PORT BYTES IDLE SECONDS | vlan PORT N TAGS\n");
   return 2;
 }

@@ -24,5 +24,6 @@ int clamp(int port, double secs);                                 /* window.c */
 int stall(int port, int bytes, int idle, int seconds);            /* window.c */
 int conc(int port, int flows, int n, int spin);                   /* conc.c */
 int drops(const char *kind, int port, int n);                     /* drops.c */
+int vlan(int port, int n, const char *tags);                      /* vlan.c */
 
 #endif
