@@ -47,7 +47,7 @@ struct {
   __uint(max_entries, 1);
   __type(key, __u32);
   __type(value, __u64);
-} netstacklat_cgroup_waiting SEC(".maps");
+} netstacklat_cg_waiting SEC(".maps");
 
 /* Kernels 5.18-6.10 flag a delivery time with this bit; 6.11 replaced it
  * with the 2-bit tstamp_type (commit 4d25ca2d6801, "net: Rename
@@ -102,7 +102,7 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
     h->skipped[NSL_SKIP_MAP_FULL]++;
   if (targ_groupby == NSL_GROUP_CGROUP) {
     __u32 pos = nsl_cg_index_pos(group, targ_cg_index_mask);
-    __u64 *w = bpf_map_lookup_elem(&netstacklat_cgroup_waiting, &pos);
+    __u64 *w = bpf_map_lookup_elem(&netstacklat_cg_waiting, &pos);
     if (w)
       *w = group;
   }

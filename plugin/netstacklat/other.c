@@ -99,7 +99,7 @@ static __u32 read_waiting(int fd, __u32 n, __u64 *ids) {
 void nsl_other_waiting(struct nsl_state *s) {
   if (!s->cgslots.slot)
     return;
-  int fd = bpf_map__fd(s->skel->maps.netstacklat_cgroup_waiting);
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_cg_waiting);
   __u32 n = s->cgslots.index_size;
   __u64 *ids = calloc(n, sizeof(*ids));
   if (!ids)
