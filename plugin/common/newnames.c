@@ -20,6 +20,7 @@ int newnames_init(struct newnames *b, unsigned per_hour) {
 void newnames_tick(struct newnames *b, double now) {
   b->now = now;
   b->this_read = 0;
+  b->reads++;
   size_t old = 0;
   while (old < b->n && now - b->seen[old].at >= NEWNAMES_WINDOW_S)
     old++;
@@ -40,7 +41,10 @@ bool newnames_admit(struct newnames *b, const char *name) {
       b->seen[b->n - 1] = (struct newname_seen){h, b->now};
       return true;
     }
-  if (b->n >= b->per_hour || b->this_read >= b->per_read) {
+  /* What is there at the first read is the host as it is, not churn: only
+   * the hour's limit applies to it. */
+  unsigned per_read = b->reads <= 1 ? b->per_hour : b->per_read;
+  if (b->n >= b->per_hour || b->this_read >= per_read) {
     b->refused++;
     return false;
   }

@@ -5,7 +5,7 @@
  * that makes a cgroup, receives one packet in it and removes it would add
  * series without end. A feature asks before it names a group it has not
  * named yet: at most per_hour names new in the last hour, and a quarter of
- * that (at least 1) in one read. A name given in the last hour is given
+ * that (at least 1) in one read after the first. A name given in the last hour is given
  * again for free (a service restarted under the same cgroup makes no new
  * series). What a feature does with a group refused is its own (netstacklat
  * counts it in the group "other"; pressure leaves it out). */
@@ -28,6 +28,7 @@ struct newnames {
   size_t n;
   double now;
   unsigned this_read;   /* names new in this read */
+  uint64_t reads;       /* newnames_tick() calls */
   uint64_t refused;     /* groups refused, since start */
   uint64_t refused_said; /* refused when the log last said so */
 };

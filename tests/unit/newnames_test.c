@@ -13,7 +13,13 @@ DEF_TEST(per_read_and_per_hour) {
   CHECK(b.per_read == 2);
   char name[32];
   int given = 0;
-  for (int read = 0; read < 6; read++) {
+  newnames_tick(&b, 0); /* the first read: the hour's limit only */
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, sizeof(name), "start_c%d", i);
+    given += newnames_admit(&b, name);
+  }
+  CHECK(given == 3);
+  for (int read = 1; read < 6; read++) {
     newnames_tick(&b, 10.0 * read);
     for (int i = 0; i < 5; i++) {
       snprintf(name, sizeof(name), "r%d_c%d", read, i);
@@ -21,8 +27,8 @@ DEF_TEST(per_read_and_per_hour) {
     }
     CHECK(b.this_read <= 2);
   }
-  CHECK(given == 8);         /* 2 a read for 4 reads, then the hour's 8 */
-  CHECK(b.refused == 30 - 8);
+  CHECK(given == 8); /* 3 at start, 2 a read, then the hour's 8 */
+  CHECK(b.refused == 25 - 5);
   newnames_free(&b);
   return 0;
 }
@@ -31,6 +37,7 @@ DEF_TEST(known_name_free_and_window) {
   struct newnames b = {0};
   CHECK(newnames_init(&b, 2) == 0);
   CHECK(b.per_read == 1); /* a quarter of 2, at least 1 */
+  newnames_tick(&b, -10); /* a first read without groups */
   newnames_tick(&b, 0);
   CHECK(newnames_admit(&b, "job.scope"));
   CHECK(!newnames_admit(&b, "other.scope")); /* the read's one is used */
