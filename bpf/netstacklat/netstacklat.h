@@ -79,6 +79,8 @@ struct nsl_group_key {
  * the events of a group that finds the table full are counted (no cgroup
  * id or interface key is all ones). */
 #define NSL_GROUP_OTHER 0xFFFFFFFFFFFFFFFFULL
+/* The fewest entries of netstacklat_cg_waiting (a power of two). */
+#define NSL_WAIT_MIN 4096
 
 /* Cgroup storage (kernel >= 6.2): one value per cgroup. */
 struct nsl_cg_state {

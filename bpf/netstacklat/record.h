@@ -40,8 +40,11 @@ struct {
 } netstacklat_cgroup_slots SEC(".maps");
 
 /* GroupBy cgroup: the cgroups whose events found the group table full,
- * at their group index position (the last one there wins); user space
- * gives them slots. max_entries: the group index's (1 when unused). */
+ * at the position nsl_cg_index_pos() gives with targ_wait_mask (the last
+ * one there wins); user space gives them slots. max_entries: the group
+ * index's, at least NSL_WAIT_MIN (1 when unused), so that a tenant who
+ * fills the table with a cgroup a packet rarely writes over the note of
+ * a cgroup with steady traffic before the read. */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
@@ -101,7 +104,7 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
   if (h)
     h->skipped[NSL_SKIP_MAP_FULL]++;
   if (targ_groupby == NSL_GROUP_CGROUP) {
-    __u32 pos = nsl_cg_index_pos(group, targ_cg_index_mask);
+    __u32 pos = nsl_cg_index_pos(group, targ_wait_mask);
     __u64 *w = bpf_map_lookup_elem(&netstacklat_cg_waiting, &pos);
     if (w)
       *w = group;

@@ -123,6 +123,7 @@ struct nsl_state {
   struct nsl_hist prev[NSL_NHOOKS];
   uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
   bool warned_map_full;
+  bool table_full; /* skipped-map_full grew at this read */
   struct group_prev *gprev;
   size_t ngprev;
   size_t groups_shared;

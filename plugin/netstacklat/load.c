@@ -190,8 +190,10 @@ static void size_slot_maps(struct nsl_state *s) {
                            (__u32)s->cfg.max_groups * s->nwanted_pos);
   bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
                            s->cgslots.index_size);
-  bpf_map__set_max_entries(skel->maps.netstacklat_cg_waiting,
-                           s->cgslots.index_size);
+  __u32 wsize = s->cgslots.index_size > NSL_WAIT_MIN ? s->cgslots.index_size
+                                                     : NSL_WAIT_MIN;
+  bpf_map__set_max_entries(skel->maps.netstacklat_cg_waiting, wsize);
+  skel->rodata->targ_wait_mask = wsize - 1;
   skel->rodata->targ_cg_index_mask = s->cgslots.index_size - 1;
   /* The slots are preallocated; the group table then holds each
    * group's events before its slot: allocated as they come, so the two

@@ -99,8 +99,11 @@ static __u32 read_waiting(int fd, __u32 n, __u64 *ids) {
 void nsl_other_waiting(struct nsl_state *s) {
   if (!s->cgslots.slot)
     return;
-  int fd = bpf_map__fd(s->skel->maps.netstacklat_cg_waiting);
-  __u32 n = s->cgslots.index_size;
+  if (!s->table_full)
+    return; /* nothing noted since the last read */
+  const struct bpf_map *map = s->skel->maps.netstacklat_cg_waiting;
+  int fd = bpf_map__fd(map);
+  __u32 n = bpf_map__max_entries(map);
   __u64 *ids = calloc(n, sizeof(*ids));
   if (!ids)
     return;

@@ -124,6 +124,7 @@ int nsl_read_hooks(struct nsl_state *s, double elapsed) {
   struct nsl_hist *percpu = calloc((size_t)s->ncpus, sizeof(*percpu));
   if (!percpu)
     return -1;
+  s->table_full = false;
   for (__u32 h = 0; h < NSL_NHOOKS; h++) {
     if (s->hooks[h].flavour < 0)
       continue;
@@ -136,6 +137,8 @@ int nsl_read_hooks(struct nsl_state *s, double elapsed) {
                    s->prev_le[h]);
     else if (now.skipped[NSL_SKIP_MAP_FULL])
       map_full(s, h, &now);
+    s->table_full |= now.skipped[NSL_SKIP_MAP_FULL] !=
+                     s->prev[h].skipped[NSL_SKIP_MAP_FULL];
     s->prev[h] = now;
   }
   free(percpu);
