@@ -78,6 +78,8 @@ const volatile bool targ_cg_storage = false;
 const volatile __u32 targ_nwanted = NSL_NHOOKS;
 const volatile __u32 targ_hook_pos[NSL_NHOOKS] = {0, 1, 2, 3, 4, 5, 6};
 const volatile __u32 targ_cg_index_mask = 0;
+/* GroupBy cgroup: the mask of netstacklat_cg_waiting (its size - 1). */
+const volatile __u32 targ_wait_mask = 0;
 /* Bumped by user space whenever it marks or unmarks a configured cgroup:
  * decisions the kernel derived before are recomputed. */
 __u32 cg_filter_gen = 1;

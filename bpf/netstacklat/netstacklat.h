@@ -70,10 +70,17 @@ struct nsl_hist {
 
 struct nsl_group_key {
   __u64 group; /* cgroup id, or ifindex (netns inode << 32 | ifindex with
-                * NetworkNamespace "all") */
+                * NetworkNamespace "all"), or NSL_GROUP_OTHER */
   __u32 hook;
   __u32 pad;
 };
+
+/* The group "other": one entry per hook, made by user space at load, where
+ * the events of a group that finds the table full are counted (no cgroup
+ * id or interface key is all ones). */
+#define NSL_GROUP_OTHER 0xFFFFFFFFFFFFFFFFULL
+/* The fewest entries of netstacklat_cg_waiting (a power of two). */
+#define NSL_WAIT_MIN 4096
 
 /* Cgroup storage (kernel >= 6.2): one value per cgroup. */
 struct nsl_cg_state {

@@ -39,6 +39,19 @@ struct {
   __type(value, struct nsl_slot_hist);
 } netstacklat_cgroup_slots SEC(".maps");
 
+/* GroupBy cgroup: the cgroups whose events found the group table full,
+ * at the position nsl_cg_index_pos() gives with targ_wait_mask (the last
+ * one there wins); user space gives them slots. max_entries: the group
+ * index's, at least NSL_WAIT_MIN (1 when unused), so that a tenant who
+ * fills the table with a cgroup a packet rarely writes over the note of
+ * a cgroup with steady traffic before the read. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} netstacklat_cg_waiting SEC(".maps");
+
 /* Kernels 5.18-6.10 flag a delivery time with this bit; 6.11 replaced it
  * with the 2-bit tstamp_type (commit 4d25ca2d6801, "net: Rename
  * mono_delivery_time to tstamp_type for scalabilty"). */
@@ -81,14 +94,23 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
   static const struct nsl_hist zero;
   bpf_map_update_elem(&netstacklat_grouped_seconds, &key, &zero, BPF_NOEXIST);
   h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
-  if (!h) {
-    /* The map is full: count it on the ungrouped entry of the hook. */
-    h = bpf_map_lookup_elem(&netstacklat_seconds, &hook);
-    if (h)
-      h->skipped[NSL_SKIP_MAP_FULL]++;
-    return NULL;
+  if (h)
+    return h;
+  /* The table is full: said on the hook's ungrouped entry, and the event
+   * counted in the group "other". A cgroup is noted where user space looks
+   * for one to give a slot (a tenant filling the table with cgroups it
+   * makes and removes cannot keep another's cgroup out of its own group). */
+  h = bpf_map_lookup_elem(&netstacklat_seconds, &hook);
+  if (h)
+    h->skipped[NSL_SKIP_MAP_FULL]++;
+  if (targ_groupby == NSL_GROUP_CGROUP) {
+    __u32 pos = nsl_cg_index_pos(group, targ_wait_mask);
+    __u64 *w = bpf_map_lookup_elem(&netstacklat_cg_waiting, &pos);
+    if (w)
+      *w = group;
   }
-  return h;
+  key.group = NSL_GROUP_OTHER;
+  return bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
 }
 
 /* An event left out for a reason counted in skipped[why]. */

@@ -444,6 +444,12 @@ void cgroup_filter_sync(struct cgroup_filter *f, int map_fd, uint64_t *ids,
                         size_t *failed) {
   __u8 one = 1;
   *added = *removed = *failed = 0;
+  /* The entries of cgroups gone first: a full map of them would refuse
+   * the cgroups made meanwhile for a whole interval (a tenant that makes
+   * and removes cgroups kept everyone's new ones out). */
+  for (size_t i = 0; i < f->n; i++)
+    if (!n || !bsearch(&f->ids[i], ids, n, sizeof(*ids), cmp_u64))
+      *removed += bpf_map_delete_elem(map_fd, &f->ids[i]) == 0;
   /* ids keeps its order; those that could not be inserted (a full map)
    * are left out, so that the next sync tries them again. */
   size_t kept = 0;
@@ -457,9 +463,6 @@ void cgroup_filter_sync(struct cgroup_filter *f, int map_fd, uint64_t *ids,
       (*failed)++;
     }
   }
-  for (size_t i = 0; i < f->n; i++)
-    if (!kept || !bsearch(&f->ids[i], ids, kept, sizeof(*ids), cmp_u64))
-      *removed += bpf_map_delete_elem(map_fd, &f->ids[i]) == 0;
   free(f->ids);
   f->ids = ids;
   f->n = kept;

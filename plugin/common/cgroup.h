@@ -75,7 +75,7 @@ size_t cgroup_subtree_ids(const struct cgroup_tree *t, char *const *globs,
                           size_t nglobs, uint64_t **ids);
 
 /* The ids in a BPF hash map {u64 cgroup id -> u8}, kept in step with a new
- * sorted set: adds the new ones, deletes the gone ones. Takes ownership of
+ * sorted set: deletes the gone ones, then adds the new ones. Takes ownership of
  * ids. An id the map refused (full) is not kept as in it: *failed counts
  * them, and the next sync tries them again. */
 struct cgroup_filter {

@@ -19,7 +19,7 @@ enum {
   K_HOOKS, K_PERCENTILES, K_BUCKETS, K_BOUNDS, K_NETNS, K_INTERFACE,
   K_CGROUP, K_GROUPBY, K_MAX_GROUPS, K_MIN_QLEN, K_INCLUDE_HOL,
   K_TIMESTAMPS, K_OUTLIER_THRESHOLD, K_OUTLIER_LIMIT, K_SAMPLE_EVERY,
-  K_COST_BUDGET, NKEYS
+  K_COST_BUDGET, K_NEW_GROUPS, NKEYS
 };
 static const struct cfg_key keys[NKEYS] = {
     [K_HOOKS] = {"Hooks", CK_OTHER,
@@ -66,6 +66,9 @@ static const struct cfg_key keys[NKEYS] = {
     [K_COST_BUDGET] = {"CostBudget", CK_OTHER, 0.001, 100, 0.5,
                        .show = "0.5",
                        .doc = "percent of one CPU SampleEvery auto keeps to"},
+    [K_NEW_GROUPS] = {"NewGroupsPerHour", CK_INT, 0, 1000000, 256,
+                      .doc = "new group names an hour (a quarter a read); "
+                             "the rest counted in the group other"},
 };
 const struct cfg_block nsl_keys = {"Netstacklat", keys, NKEYS};
 
@@ -81,6 +84,7 @@ static void cfg_defaults(struct nsl_config *cfg) {
   cfg->min_qlen = (long long)cfg_key_default(&nsl_keys, K_MIN_QLEN);
   cfg->include_hol = cfg_key_default(&nsl_keys, K_INCLUDE_HOL) != 0;
   cfg->max_groups = (long long)cfg_key_default(&nsl_keys, K_MAX_GROUPS);
+  cfg->new_groups = (long long)cfg_key_default(&nsl_keys, K_NEW_GROUPS);
   cfg->timestamps = cfg_key_default(&nsl_keys, K_TIMESTAMPS) != 0;
   cfg->outlier_s = 0; /* off */
   cfg->outlier_limit = (long long)cfg_key_default(&nsl_keys, K_OUTLIER_LIMIT);
@@ -325,6 +329,8 @@ static int cfg_key(void *ctx, const oconfig_item_t *c, int k) {
     return cfg_percent(c, &cfg->cost_budget);
   case K_MAX_GROUPS:
     return cfg_key_int(&keys[k], c, &cfg->max_groups);
+  case K_NEW_GROUPS:
+    return cfg_key_int(&keys[k], c, &cfg->new_groups);
   }
   return -1;
 }

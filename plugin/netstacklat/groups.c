@@ -21,6 +21,7 @@ struct group_prev {
   struct nsl_hist h;
   char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
   uint64_t le[MAX_BOUNDS]; /* BucketBounds: events at or below, so far */
+  bool other; /* counted in the group "other" (no name given) */
 };
 
 /* By group, then hook: a group's hooks are next to each other, so that it
@@ -311,7 +312,50 @@ static struct group_prev *sorted_entries(const struct nsl_state *s,
 struct gname_of {
   char name[EBPF_NAME_LEN];
   bool named; /* false: the group is gone */
+  bool other; /* counted in the group "other" */
 };
+
+/* The last read's first entry of a group, or NULL. */
+static const struct group_prev *prev_of_group(const struct nsl_state *s,
+                                              uint64_t group) {
+  size_t lo = 0, hi = s->ngprev;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->gprev[mid].key.group < group)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < s->ngprev && s->gprev[lo].key.group == group ? &s->gprev[lo]
+                                                           : NULL;
+}
+
+/* After the names are unshared: "other" is the group of the rest, so a
+ * cgroup or interface of that name is other_<hash>; a group new since the
+ * last read asks NewGroupsPerHour for its name, and one refused is counted
+ * in "other" while it lives. */
+static void admit_groups(struct nsl_state *s, const struct group_prev *cur,
+                         size_t n, struct gname_of *gs, const uint32_t *hash) {
+  for (size_t i = 0, g = 0; i < n; i++) {
+    if (i && cur[i].key.group == cur[i - 1].key.group)
+      continue;
+    struct gname_of *o = &gs[g];
+    uint32_t h = hash[g++];
+    if (!o->named || o->other)
+      continue;
+    if (!strcmp(o->name, "other"))
+      snprintf(o->name, sizeof(o->name), "other_%08x", h);
+    const struct group_prev *p = prev_of_group(s, cur[i].key.group);
+    o->other = p ? p->other : !newnames_admit(&s->names, o->name);
+  }
+  if (s->names.refused != s->names.refused_said)
+    E_INFO("netstacklat: %llu new groups so far were refused a name "
+           "(NewGroupsPerHour %u, %u a read); their events are counted in "
+           "the group \"other\" (<hook>-other).",
+           (unsigned long long)s->names.refused, s->names.per_hour,
+           s->names.per_read);
+  s->names.refused_said = s->names.refused;
+}
 
 /* The names of the groups of cur[0..n) (sorted: a group's entries are
  * next to each other), one per group in that order; NULL when out of
@@ -331,18 +375,27 @@ static struct gname_of *name_groups(struct nsl_state *s,
     free(gu);
     return NULL;
   }
+  uint32_t *hash = calloc(ng ? ng : 1, sizeof(*hash));
+  if (!hash) {
+    free(gs);
+    free(gu);
+    return NULL;
+  }
   bool refreshed = false;
   size_t nu = 0;
   for (size_t i = 0, g = 0; i < n; i++) {
     if (i && cur[i].key.group == cur[i - 1].key.group)
       continue;
-    uint32_t hash = 0;
-    gs[g].named = group_name(s, &cur[i].key, gs[g].name, &hash, &refreshed);
-    if (gs[g].named)
-      gu[nu++] = (struct name_use){gs[g].name, hash};
+    gs[g].other = cur[i].key.group == NSL_GROUP_OTHER;
+    gs[g].named = gs[g].other ||
+                  group_name(s, &cur[i].key, gs[g].name, &hash[g], &refreshed);
+    if (gs[g].named && !gs[g].other)
+      gu[nu++] = (struct name_use){gs[g].name, hash[g]};
     g++;
   }
   size_t shared = names_unshare(gu, nu);
+  admit_groups(s, cur, n, gs, hash);
+  free(hash);
   if (shared != s->groups_shared) {
     if (shared)
       E_INFO("netstacklat: %zu groups have a name that the naming rule "
@@ -368,9 +421,11 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
   size_t kept = 0;
   const char *gname = NULL;
   bool named = false; /* gname is cur[i]'s group's, when it has one */
+  bool other = false;
   for (size_t i = 0, g = 0; i < n; i++) {
     if (i == 0 || cur[i].key.group != cur[i - 1].key.group) {
       named = gs[g].named;
+      other = gs[g].other;
       gname = gs[g].name;
       g++;
     }
@@ -379,11 +434,16 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
     struct group_prev *p =
         bsearch(&cur[i], s->gprev, s->ngprev, sizeof(*s->gprev), cmp_gkey);
     if (!named) {
-      /* The group is gone: free its slot for new groups, and forget its
-       * counters (a group made again later starts from zero). */
-      bpf_map_delete_elem(fd, &cur[i].key);
-      if (slots)
-        nsl_slot_free(&s->cgslots, cur[i].key.group);
+      /* The group is gone: its last events to "other", its slot freed for
+       * new groups, and its counters forgotten (a group made again later
+       * starts from zero). */
+      nsl_other_gone(s, fd, &cur[i].key, &cur[i].h, p ? &p->h : NULL);
+      continue;
+    }
+    if (other) {
+      nsl_other_add(s, cur[i].key.hook, &cur[i].h, p ? &p->h : NULL);
+      cur[i].other = true;
+      cur[kept++] = cur[i];
       continue;
     }
     /* A cgroup still known by its path: a slot for its events. */
@@ -406,7 +466,9 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
 
 void nsl_read_grouped(struct nsl_state *s, double elapsed) {
   struct timespec now_ts;
-  nsl_slots_tick(&s->cgslots, now_mono(&now_ts));
+  double now = now_mono(&now_ts);
+  nsl_slots_tick(&s->cgslots, now);
+  newnames_tick(&s->names, now);
   int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
   size_t vsize = sizeof(struct nsl_hist) * (size_t)s->ncpus;
   struct nsl_group_key *keys = NULL;
@@ -434,6 +496,8 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
     return;
   }
   size_t kept = dispatch_groups(s, fd, cur, n, gs, elapsed);
+  nsl_other_dispatch(s, elapsed);
+  nsl_other_waiting(s);
   free(gs);
   free(s->gprev);
   s->gprev = cur;

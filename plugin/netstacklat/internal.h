@@ -10,6 +10,7 @@
 #include "common/cgroup.h"
 #include "common/hist.h"
 #include "common/loader.h"
+#include "common/newnames.h"
 #include "common/netns.h"
 #include "common/ring.h"
 #include "common/rtclock.h"
@@ -56,6 +57,7 @@ struct nsl_config {
   long long min_qlen;
   bool include_hol;
   long long max_groups;
+  long long new_groups; /* NewGroupsPerHour (0: no limit) */
   bool timestamps; /* hold an SO_TIMESTAMPING socket */
   double outlier_s; /* OutlierThreshold; 0: off */
   long long outlier_limit;
@@ -121,9 +123,18 @@ struct nsl_state {
   struct nsl_hist prev[NSL_NHOOKS];
   uint64_t prev_le[NSL_NHOOKS][MAX_BOUNDS];
   bool warned_map_full;
+  bool table_full; /* skipped-map_full grew at this read */
   struct group_prev *gprev;
   size_t ngprev;
   size_t groups_shared;
+  /* NewGroupsPerHour: the names given; and the group "other", per hook:
+   * the events of the groups refused a name, of groups gone since the last
+   * read, and the kernel's "other" entry (a full table), summed so far
+   * (other), at the last read (other_prev); dispatched once it has any. */
+  struct newnames names;
+  struct nsl_hist other[NSL_NHOOKS], other_prev[NSL_NHOOKS];
+  uint64_t other_le[NSL_NHOOKS][MAX_BOUNDS];
+  bool other_on[NSL_NHOOKS];
 
   /* SampleEvery: each hook's N during the interval being read (fixed N,
    * or auto's choice at the read before), and its events in that interval
@@ -199,6 +210,30 @@ void nsl_outliers_read(struct nsl_state *s);
 /* The interval's (hook, group) entries and their values; the groups that
  * are gone deleted (every read with GroupBy). */
 void nsl_read_grouped(struct nsl_state *s, double elapsed);
+
+/* ---- other.c: the group "other" (NewGroupsPerHour, a full table) */
+
+/* Forget its counts (at init and shutdown). */
+void nsl_other_reset(struct nsl_state *s);
+
+/* Add a (hook, group)'s events since the last read (now against before,
+ * NULL: none before) to the group "other" of its hook. */
+void nsl_other_add(struct nsl_state *s, __u32 hook, const struct nsl_hist *now,
+                   const struct nsl_hist *before);
+
+/* A (hook, group) whose group is gone: its events since the last read
+ * (as when its table entry (fd) is deleted, where the kernel can say:
+ * 5.14+, and the group has no slot; else as read: now) to "other", its
+ * entry deleted and its slot freed. */
+void nsl_other_gone(struct nsl_state *s, int fd, const struct nsl_group_key *k,
+                    const struct nsl_hist *now, const struct nsl_hist *before);
+
+/* Each hook's group "other", once it has had events: "<hook>-other". */
+void nsl_other_dispatch(struct nsl_state *s, double elapsed);
+
+/* GroupBy cgroup: slots for the cgroups whose events found the group table
+ * full (the kernel notes them), when they are alive and get a name. */
+void nsl_other_waiting(struct nsl_state *s);
 
 /* ---- sample.c: SampleEvery */
 

@@ -152,9 +152,10 @@ static void size_cgroup_maps(struct nsl_state *s) {
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += s->hooks[h].wanted;
+  /* And an entry per hook for the group "other" (made after load). */
   bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
                            cfg->groupby && nwanted
-                               ? (__u32)cfg->max_groups * nwanted
+                               ? (__u32)cfg->max_groups * nwanted + nwanted
                                : 1);
   bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter,
                            cfg->ncgroups ? s->cg_filter_size : 1);
@@ -189,6 +190,10 @@ static void size_slot_maps(struct nsl_state *s) {
                            (__u32)s->cfg.max_groups * s->nwanted_pos);
   bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_index,
                            s->cgslots.index_size);
+  __u32 wsize = s->cgslots.index_size > NSL_WAIT_MIN ? s->cgslots.index_size
+                                                     : NSL_WAIT_MIN;
+  bpf_map__set_max_entries(skel->maps.netstacklat_cg_waiting, wsize);
+  skel->rodata->targ_wait_mask = wsize - 1;
   skel->rodata->targ_cg_index_mask = s->cgslots.index_size - 1;
   /* The slots are preallocated; the group table then holds each
    * group's events before its slot: allocated as they come, so the two
@@ -214,6 +219,22 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   return s->skel->obj;
 }
 
+/* The group "other" of each wanted hook, in the group table before any
+ * event: where an event that finds the table full is counted. */
+static void make_other_entries(struct nsl_state *s) {
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
+  struct nsl_hist *zero = calloc((size_t)s->ncpus, sizeof(*zero));
+  for (__u32 h = 0; zero && h < NSL_NHOOKS; h++) {
+    struct nsl_group_key k = {.group = NSL_GROUP_OTHER, .hook = h};
+    if (s->hooks[h].wanted &&
+        bpf_map_update_elem(fd, &k, zero, BPF_NOEXIST) && errno != EEXIST)
+      E_WARNING("netstacklat: hook %s: cannot make the group \"other\" in "
+                "the group table: %s; events that find it full are lost.",
+                nsl_hook_names[h], ERRSTR(errno));
+  }
+  free(zero);
+}
+
 static int nsl_load(void *ctx) {
   struct nsl_state *s = ctx;
   struct netstacklat_bpf *skel = s->skel;
@@ -234,6 +255,8 @@ static int nsl_load(void *ctx) {
                    bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
                    bpf_map__fd(skel->maps.netstacklat_cgroup_index), s->ncpus,
                    s->nwanted_pos);
+  if (!err && s->cfg.groupby)
+    make_other_entries(s);
   return err;
 }
 

@@ -43,6 +43,12 @@ static int netstacklat_init(void) {
   }
   memset(s->prev, 0, sizeof(s->prev));
   memset(s->prev_le, 0, sizeof(s->prev_le));
+  nsl_other_reset(s);
+  if (s->cfg.groupby != NSL_GROUP_NONE &&
+      newnames_init(&s->names, (unsigned)s->cfg.new_groups)) {
+    netstacklat_shutdown();
+    return -ENOMEM;
+  }
   nsl_sample_start(s);
   now_mono(&s->last_read);
   return 0;
@@ -91,6 +97,8 @@ static void netstacklat_shutdown(void) {
   s->gprev = NULL;
   s->ngprev = 0;
   s->groups_shared = 0;
+  newnames_free(&s->names);
+  nsl_other_reset(s);
   nsl_ifnames_free(&s->ifnames);
   nsl_iff_free(&s->iff);
   s->warned_map_full = false;

@@ -98,16 +98,18 @@ void nsl_dispatch(struct nsl_state *s, __u32 hook, value_list_t *vl,
   }
 }
 
-/* GroupBy's table is full: the events of further groups are counted on
- * the hook's ungrouped entry, dispatched here (one WARNING). */
+/* GroupBy's table is full: the events of further groups are counted in
+ * the group "other" and on the hook's ungrouped entry, dispatched here
+ * (one WARNING). */
 static void map_full(struct nsl_state *s, __u32 h, const struct nsl_hist *now) {
   const struct nsl_config *cfg = &s->cfg;
   const struct bpf_map *grouped = s->skel->maps.netstacklat_grouped_seconds;
   if (!s->warned_map_full)
     E_WARNING("netstacklat: hook %s: the group table is full "
               "(MaxGroups %lld x %u hooks = %u (hook, group) entries, "
-              "shared by the hooks); events of further groups are only "
-              "counted as operations-skipped-map_full. Raise MaxGroups.",
+              "shared by the hooks); events of further groups are counted "
+              "in the group other and as operations-skipped-map_full. "
+              "Raise MaxGroups.",
               nsl_hook_names[h], cfg->max_groups,
               bpf_map__max_entries(grouped) / (unsigned)cfg->max_groups,
               bpf_map__max_entries(grouped));
@@ -122,6 +124,7 @@ int nsl_read_hooks(struct nsl_state *s, double elapsed) {
   struct nsl_hist *percpu = calloc((size_t)s->ncpus, sizeof(*percpu));
   if (!percpu)
     return -1;
+  s->table_full = false;
   for (__u32 h = 0; h < NSL_NHOOKS; h++) {
     if (s->hooks[h].flavour < 0)
       continue;
@@ -134,6 +137,8 @@ int nsl_read_hooks(struct nsl_state *s, double elapsed) {
                    s->prev_le[h]);
     else if (now.skipped[NSL_SKIP_MAP_FULL])
       map_full(s, h, &now);
+    s->table_full |= now.skipped[NSL_SKIP_MAP_FULL] !=
+                     s->prev[h].skipped[NSL_SKIP_MAP_FULL];
     s->prev[h] = now;
   }
   free(percpu);

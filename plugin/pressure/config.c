@@ -76,7 +76,7 @@ bad:;
   return -1;
 }
 
-enum { K_HOST, K_RESOURCES, K_AVERAGES, K_CGROUP, NKEYS };
+enum { K_HOST, K_RESOURCES, K_AVERAGES, K_CGROUP, K_NEW_GROUPS, NKEYS };
 static const struct cfg_key keys[NKEYS] = {
     [K_HOST] = {"Host", CK_BOOL, .def = 1,
                 .doc = "the host's /proc/pressure files"},
@@ -87,6 +87,9 @@ static const struct cfg_key keys[NKEYS] = {
                            "300 s) are dispatched"},
     [K_CGROUP] = {"Cgroup", CK_STRINGS, .show = "none", .repeat = true,
                   .doc = "cgroup paths or globs below the cgroup2 root"},
+    [K_NEW_GROUPS] = {"NewGroupsPerHour", CK_INT, 0, 1000000, 1024,
+                      .doc = "cgroups newly watched an hour (a quarter a "
+                             "read); the rest left out"},
 };
 const struct cfg_block pressure_keys = {"Pressure", keys, NKEYS};
 
@@ -101,6 +104,8 @@ static int config_key(void *ctx, const oconfig_item_t *c, int k) {
     return parse_averages(c);
   case K_CGROUP:
     return cfg_cgroups_append(c, &cfg.cgroups, &cfg.ncgroups);
+  case K_NEW_GROUPS:
+    return cfg_key_int(&keys[k], c, &cfg.new_groups);
   }
   return -1;
 }
@@ -108,6 +113,7 @@ static int config_key(void *ctx, const oconfig_item_t *c, int k) {
 int pressure_config(const oconfig_item_t *ci) {
   bool seen[NKEYS] = {0};
   cfg.host = cfg_key_default(&pressure_keys, K_HOST) != 0;
+  cfg.new_groups = (long long)cfg_key_default(&pressure_keys, K_NEW_GROUPS);
   int errors = cfg_block_walk(&pressure_keys, ci, seen, config_key, NULL);
   if (!errors && !cfg.host && cfg.ncgroups == 0) {
     E_ERROR("block <Pressure> has \"Host false\" and no \"Cgroup\": nothing "
@@ -124,4 +130,5 @@ void pressure_config_reset(void) {
   cfg.host = cfg_key_default(&pressure_keys, K_HOST) != 0;
   cfg.resources = (1u << RES_COUNT) - 1;
   cfg.averages = 7;
+  cfg.new_groups = (long long)cfg_key_default(&pressure_keys, K_NEW_GROUPS);
 }

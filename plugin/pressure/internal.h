@@ -17,6 +17,7 @@ struct pressure_cfg {
   unsigned averages;  /* bitmask: 1 avg10, 2 avg60, 4 avg300 */
   char **cgroups;     /* path globs below the cgroup2 root */
   size_t ncgroups;
+  long long new_groups; /* NewGroupsPerHour (0: no limit) */
 };
 extern struct pressure_cfg cfg;
 extern const struct cfg_block pressure_keys;

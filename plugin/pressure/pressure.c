@@ -5,12 +5,14 @@
  * open/close and path walk of a fresh read), up to FD_KEEP of the cgroups'
  * files; those past it are opened at each read. */
 #include "common/cgroup.h"
+#include "common/newnames.h"
 #include "pressure/internal.h"
 #include "pressure/psi_parse.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,10 @@ static struct psi_source host = {.fd = {-1, -1, -1, -1}};
 static struct psi_source *groups;
 static size_t ngroups;
 static unsigned host_res; /* resources the host actually provides */
+/* NewGroupsPerHour: the names given to cgroups; the cgroups left out at
+ * the last scan. */
+static struct newnames names;
+static int refused_said;
 static bool warned_no_cg2;
 
 /* ------------------------------------------------------------------ read */
@@ -237,6 +243,8 @@ static void skipped_forget_unseen(void) {
 struct scan {
   char added[512], removed[512];
   int nadded, nremoved;
+  int nrefused;        /* cgroups left out: NewGroupsPerHour */
+  char refused[256];   /* the first of them */
   int nemfile;         /* cgroups left out: no descriptor left */
   char emfile[256];    /* the first of them */
 };
@@ -286,6 +294,12 @@ static void scan_one(const char *dir, const char *rel, void *arg) {
   if (!g.rel)
     return;
   cgroup_name(rel, g.base);
+  if (!newnames_admit(&names, g.base)) {
+    if (s->nrefused++ == 0)
+      snprintf(s->refused, sizeof(s->refused), "%s", rel);
+    source_close(&g);
+    return;
+  }
   memcpy(g.instance, g.base, sizeof(g.instance));
   bool emfile = false;
   if (group_open(&g, dir, &emfile) == 0) {
@@ -365,7 +379,10 @@ static void scan_cgroups(void) {
   for (size_t i = 0; i < ngroups; i++)
     groups[i].seen = false;
 
-  struct scan s = {"", "", 0, 0, 0, ""};
+  struct scan s = {"", "", 0, 0, 0, "", 0, ""};
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  newnames_tick(&names, now.tv_sec + now.tv_nsec / 1e9);
   for (size_t p = 0; p < cfg.ncgroups; p++)
     cgroup2_glob(cfg.cgroups[p], scan_one, &s);
   skipped_forget_unseen();
@@ -388,6 +405,13 @@ static void scan_cgroups(void) {
            s.nremoved == 1 ? "" : "s", s.removed);
   if (s.nadded || s.nremoved)
     groups_unshare();
+  if (s.nrefused != refused_said)
+    E_INFO("pressure: %d matching cgroup%s (%s%s) not watched: more new "
+           "cgroups than NewGroupsPerHour %u (%u a scan); each is tried "
+           "again at the next scans.",
+           s.nrefused, s.nrefused == 1 ? "" : "s", s.refused,
+           s.nrefused > 1 ? ", ..." : "", names.per_hour, names.per_read);
+  refused_said = s.nrefused;
   if (s.nemfile) {
     struct rlimit rl = {0};
     getrlimit(RLIMIT_NOFILE, &rl);
@@ -487,6 +511,8 @@ static int pressure_init(void) {
       host_res |= 1u << r;
     }
   }
+  if (newnames_init(&names, (unsigned)cfg.new_groups))
+    return -ENOMEM;
   if (cfg.ncgroups && !cgroup2_root()) {
     E_WARNING("pressure: no cgroup2 hierarchy is mounted; the Cgroup option "
               "is ignored.");
@@ -517,6 +543,8 @@ static void pressure_shutdown(void) {
   nskipped = 0;
   pressure_config_reset();
   warned_no_cg2 = false;
+  newnames_free(&names);
+  refused_said = 0;
 }
 
 const struct ebpf_feature feature_pressure = {
