@@ -214,8 +214,9 @@ $(BUILD)/tests/loader_check: tests/helpers/loader_check.c tests/unit/mock_collec
 	$(Q)$(CC) $(UNIT_CFLAGS) tests/helpers/loader_check.c tests/unit/mock_collectd.c \
 		$(LOADER_OBJS) $(CORE_OBJS) -o $@ -lbpf -lelf -lz -lm
 
-# notify_test includes util.c: its dispatch helpers need series.c.
-$(BUILD)/tests/notify_test: $(BUILD)/plugin/core/series.o
+# notify_test and newnames_test include util.c: its dispatch helpers need
+# series.c.
+$(BUILD)/tests/notify_test $(BUILD)/tests/newnames_test: $(BUILD)/plugin/core/series.o
 
 # Reads behind a hole (IncludeHOLBlocked): a tc program that loses chosen
 # TCP segments and the traffic around it.
