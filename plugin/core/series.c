@@ -10,14 +10,14 @@
  * plugin's first read, the core dispatches 0 in its place, stamped one
  * Interval earlier (at the previous read: the series was not there, so
  * its count was 0), and holds the count back for one interval: it goes
- * out at the next read, stamped at the time it was read, before that
- * read's own value.
+ * out at the next read, stamped at the time it was read, in place of that
+ * read's own value (the read after covers it: the sum stays).
  *
  * Why hold it rather than send 0 and the count in one read: a backend that
  * keeps only the latest value (write_prometheus, scraped later) would
  * never see a 0 that a count replaces microseconds after; held, the 0 is
  * the value for one interval. And one value per identifier in a read
- * keeps the two apart in collectd's write queue, whose threads may take
+ * keeps the values apart in collectd's write queue, whose threads may take
  * two values of one read in either order (utils_cache and the rrdtool
  * plugin ignore a value older than the last they had). The times: 0 at
  * now - Interval, the count at now (when it was read, the time collectd
@@ -51,6 +51,7 @@
 #define SERIES_HELD 1024u  /* counts held in one read */
 #define SERIES_AGE 3u      /* reads unseen before an entry may go */
 #define SERIES_SOURCE 1ull /* low bit set: a renamed source's entry */
+#define SERIES_RELEASED (-2) /* held: the count went out at read `seen` */
 
 struct series_slot {
   uint64_t h;    /* 0: empty */
@@ -243,8 +244,20 @@ bool series_derive(value_list_t *vl, int64_t v) {
       st.held[s->held].v = v; /* twice in one read: the later count */
       return false;
     }
-    if (s->held >= 0)
+    if (s->held >= 0) {
+      /* The count held at the last read goes out in place of this read's,
+       * which the next read's count covers: one value of an identifier in
+       * a read. collectd's write threads take the values of a read in any
+       * order, and uc_update() and the rrdtool plugin drop a value older
+       * than the last they had ("Value too old"): two values of one
+       * identifier in a read lost the held count now and then. */
       release(s, vl);
+      s->held = SERIES_RELEASED;
+      s->seen = st.read;
+      return false;
+    }
+    if (s->held == SERIES_RELEASED && s->seen == st.read)
+      return false; /* twice in the read of its release: the next read's */
     s->seen = st.read;
     return true;
   }
