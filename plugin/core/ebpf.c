@@ -8,6 +8,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
