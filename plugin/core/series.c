@@ -10,14 +10,14 @@
  * plugin's first read, the core dispatches 0 in its place, stamped one
  * Interval earlier (at the previous read: the series was not there, so
  * its count was 0), and holds the count back for one interval: it goes
- * out at the next read, stamped at the time it was read, in place of that
- * read's own value (the read after covers it: the sum stays).
+ * out at the start of the next read, stamped at the time it was read,
+ * ahead of that read's own value.
  *
  * Why hold it rather than send 0 and the count in one read: a backend that
  * keeps only the latest value (write_prometheus, scraped later) would
  * never see a 0 that a count replaces microseconds after; held, the 0 is
  * the value for one interval. And one value per identifier in a read
- * keeps the values apart in collectd's write queue, whose threads may take
+ * keeps the two apart in collectd's write queue, whose threads may take
  * two values of one read in either order (utils_cache and the rrdtool
  * plugin ignore a value older than the last they had). The times: 0 at
  * now - Interval, the count at now (when it was read, the time collectd
@@ -29,7 +29,7 @@
  * Interval (the sum stays).
  *
  * A held series that is not dispatched again at the next read (a cgroup
- * that lived one interval) has its count sent by series_read_end().
+ * that lived one interval) has its count sent all the same.
  * Series present at the first read are not touched: their counts are
  * from before collectd started (PSI totals since boot) or from the moment
  * between loading and the first read, which collectd makes right after
@@ -51,7 +51,6 @@
 #define SERIES_HELD 1024u  /* counts held in one read */
 #define SERIES_AGE 3u      /* reads unseen before an entry may go */
 #define SERIES_SOURCE 1ull /* low bit set: a renamed source's entry */
-#define SERIES_RELEASED (-2) /* held: the count went out at read `seen` */
 
 struct series_slot {
   uint64_t h;    /* 0: empty */
@@ -182,14 +181,6 @@ static void dispatch_at(value_list_t *vl, int64_t v, cdtime_t t) {
   vl->time = 0;
 }
 
-/* A held count goes out (at its read's time) and its entry is free. */
-static void release(struct series_slot *s, value_list_t *vl) {
-  struct series_held *hd = &st.held[s->held];
-  dispatch_at(vl, hd->v, hd->t);
-  s->held = -1;
-  hd->h = 0;
-}
-
 static bool held_room(void) {
   if (st.nheld < st.held_cap)
     return true;
@@ -244,21 +235,8 @@ bool series_derive(value_list_t *vl, int64_t v) {
       st.held[s->held].v = v; /* twice in one read: the later count */
       return false;
     }
-    if (s->held >= 0) {
-      /* The count held at the last read goes out in place of this read's,
-       * which the next read's count covers: one value of an identifier in
-       * a read. collectd's write threads take the values of a read in any
-       * order, and uc_update() and the rrdtool plugin drop a value older
-       * than the last they had ("Value too old"): two values of one
-       * identifier in a read lost the held count now and then. */
-      release(s, vl);
-      s->held = SERIES_RELEASED;
-      s->seen = st.read;
-      return false;
-    }
-    if (s->held == SERIES_RELEASED && s->seen == st.read)
-      return false; /* twice in the read of its release: the next read's */
-    s->seen = st.read;
+    s->seen = st.read; /* (a count held at the last read went out at the
+                          read's start, flush_held()) */
     return true;
   }
   if (st.read == 1) {
@@ -284,14 +262,22 @@ void series_renamed(const value_list_t *vl) {
     insert(h, -1);
 }
 
+/* The counts held at the last read go out first, at the read's start, and
+ * the read's own values at their turn: the two values of one identifier
+ * are the read's whole length apart in collectd's write queue, whose
+ * threads take neighbours in either order (uc_update() and the rrdtool
+ * plugin then drop the older: "Value too old"). */
+static void flush_held(void);
+
 void series_read_begin(void) {
   st.read++;
   st.t_now = now_cdtime();
+  flush_held();
 }
 
-/* Counts held in an earlier read whose series was not dispatched in this
- * one go out now; those of this read wait for the next. */
-void series_read_end(void) {
+/* Counts held in an earlier read go out now; those of this read wait for
+ * the next. */
+static void flush_held(void) {
   size_t kept = 0;
   for (size_t i = 0; i < st.nheld; i++) {
     struct series_held hd = st.held[i];
@@ -315,6 +301,9 @@ void series_read_end(void) {
   }
   st.nheld = kept;
 }
+
+/* The read's counts wait for the next read's start (flush_held()). */
+void series_read_end(void) {}
 
 void series_reset(void) {
   free(st.slot);
