@@ -84,6 +84,13 @@ struct loader_ops {
  * object could not be opened at all. On return every hook is either attached
  * (flavour >= 0, links set; one INFO line said which flavour) or unavailable
  * (flavour -1; one WARNING said why, with every flavour's reason). */
+/* Free the kernel's BTF that the flavour probes parsed, once for every
+ * loader_run() of a start: called when every feature's init is over. */
+void loader_btf_release(void);
+/* The kernel's BTF (/sys/kernel/btf/vmlinux), parsed once for the plugin's
+ * start and shared until loader_btf_release(); NULL when unreadable. */
+const struct btf *loader_kernel_btf(void);
+
 int loader_run(const char *feature, const struct loader_ops *ops,
                struct hook_state *hooks, size_t nhooks);
 

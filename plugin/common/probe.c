@@ -11,6 +11,7 @@
 #include <bpf/btf.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *flavour_name(enum flavour f) {
   switch (f) {
@@ -97,6 +98,11 @@ void loader_probes_reset(void) {
   free(probes);
   probes = NULL;
   nprobes = 0;
+}
+
+const struct btf *loader_kernel_btf(void) { return kernel_btf(); }
+
+void loader_btf_release(void) {
   btf__free(vmlinux_btf);
   vmlinux_btf = NULL;
   vmlinux_btf_tried = false;
@@ -157,6 +163,50 @@ static struct bpf_link *probe_link(struct bpf_program *use, int f, bool ret,
     return bpf_program__attach_trace(use);
 }
 
+/* fentry, fexit and tp_btf: an empty tracing program loaded with the bpf
+ * syscall itself, pointed at the target's id in the kernel's BTF that
+ * probe_btf() parsed. Through libbpf, every probe's object load parsed the
+ * kernel's BTF once more (about 60 ms each here, seconds per collectd start
+ * under emulation, for a dozen probes). */
+static int probe_typed(int f, bool ret, const char *target, char *why,
+                       size_t whylen) {
+  char name[128];
+  if (f == FLAVOUR_TP)
+    snprintf(name, sizeof(name), "btf_trace_%s", target);
+  else
+    snprintf(name, sizeof(name), "%s", target);
+  int id = btf__find_by_name_kind(kernel_btf(), name,
+                                  f == FLAVOUR_TP ? BTF_KIND_TYPEDEF
+                                                  : BTF_KIND_FUNC);
+  const struct bpf_insn insns[] = {
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+      {.code = BPF_JMP | BPF_EXIT},
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, o, .attach_btf_id = (__u32)id,
+              .expected_attach_type = f == FLAVOUR_TP ? BPF_TRACE_RAW_TP
+                                      : ret           ? BPF_TRACE_FEXIT
+                                                      : BPF_TRACE_FENTRY);
+  int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "probe", "GPL", insns, 2, &o);
+  if (fd < 0) {
+    snprintf(why, whylen, "%s program does not load: %s",
+             f == FLAVOUR_TP ? "tp_btf" : ret ? "fexit" : "fentry",
+             ERRSTR(fd));
+    return fd;
+  }
+  int lfd = bpf_raw_tracepoint_open(NULL, fd);
+  int err = lfd < 0 ? lfd : 0;
+  if (lfd < 0)
+    snprintf(why, whylen, "cannot attach to %s: %s%s", target, ERRSTR(lfd),
+             f == FLAVOUR_FENTRY && lfd == -524
+                 ? " (ENOTSUPP: this kernel cannot attach fentry/fexit to "
+                   "kernel functions; arm64 before 6.4 cannot)"
+                 : "");
+  else
+    close(lfd);
+  close(fd);
+  return err;
+}
+
 static int probe_attach(const char *sec, char *why, size_t whylen) {
   const char *target = NULL;
   bool ret = false;
@@ -168,6 +218,7 @@ static int probe_attach(const char *sec, char *why, size_t whylen) {
     int err = probe_btf(f, target, why, whylen);
     if (err)
       return err;
+    return probe_typed(f, ret, target, why, whylen);
   }
 
   struct probe_bpf *skel = probe_bpf__open();

@@ -12,7 +12,7 @@
  * messages are quieted meanwhile. */
 int loader_probe(const char *sec, const char **why);
 
-/* Forget every result and the kernel's BTF: the end of a loader_run(). */
+/* Forget every result: the end of a loader_run(). */
 void loader_probes_reset(void);
 
 #endif

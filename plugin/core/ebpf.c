@@ -290,6 +290,7 @@ static int ebpf_init(void) {
     if (st == -EINVAL)
       config_errors++; /* a setting that names nothing real */
   }
+  loader_btf_release();
   if (config_errors) {
     /* Nothing of ours may stay attached once collectd unloads us. */
     for (size_t f = 0; f < NFEATURES; f++) {

@@ -130,10 +130,15 @@ static struct hook_state hooks[1];
 
 /* -------------------------------------------------- the kernel's BTF */
 
-static struct btf *load_btf(void) {
-  struct btf *btf = ebpf_global.btf_path ? btf__parse(ebpf_global.btf_path, NULL)
-                                         : btf__load_vmlinux_btf();
-  return btf && !libbpf_get_error(btf) ? btf : NULL;
+/* BTFPath's file, parsed for this (*own: to free), or the kernel's BTF
+ * that the loader parsed once for every feature's start. */
+static const struct btf *load_btf(struct btf **own) {
+  *own = NULL;
+  if (!ebpf_global.btf_path)
+    return loader_kernel_btf();
+  struct btf *btf = btf__parse(ebpf_global.btf_path, NULL);
+  *own = btf && !libbpf_get_error(btf) ? btf : NULL;
+  return *own;
 }
 
 /* The number of arguments of a tracepoint (its btf_trace_<name> typedef:
@@ -192,7 +197,8 @@ static void drops_shutdown(void);
  * with the receiving socket, reasons, or locations; the reasons' names are
  * read on the way. */
 static int choose_gen(void) {
-  struct btf *btf = load_btf();
+  struct btf *own;
+  const struct btf *btf = load_btf(&own);
   if (!btf) {
     E_WARNING(FEATURE ": the kernel's BTF (%s) cannot be read: the drop "
               "reasons cannot be named and the programs cannot be relocated; "
@@ -207,7 +213,7 @@ static int choose_gen(void) {
   bool sk_drop =
       nargs >= 4 &&
       btf__find_by_name_kind(btf, "sk_skb_reason_drop", BTF_KIND_FUNC) >= 0;
-  btf__free(btf);
+  btf__free(own);
   if (have < 0) {
     drops_shutdown();
     return have;
