@@ -203,20 +203,27 @@ min_since() { # plugin-instance type-instance t0 -> smallest value since t0 ("" 
 }
 
 # ------------------------------------------------------------ timing
-# "TIME: <mode> <check> <seconds>" after each check: the guest's own time
+# "TIME: <mode> <check> <seconds> <busy>" after each check: the guest's own time
 # (/proc/uptime, 10 ms steps) that the check took, for the host's
 # build/vm/cell-times.txt (tests/vm/run-matrix). No fork: the checks'
 # waits follow the plugin's reads, and the timing must not move them.
 # Not nested: one check at a time. /proc/uptime has two decimals.
+TM_NCPU=$(grep -c '^processor' /proc/cpuinfo)
 timed() { # check function args... -> the function's exit status
   tm_name=$1
   shift
   read -r tm_up tm_idle </proc/uptime
   tm_0=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100))
+  tm_i0=$((${tm_idle%.*} * 100 + 1${tm_idle#*.} - 100))
   "$@"
   tm_rc=$?
   read -r tm_up tm_idle </proc/uptime
   tm_d=$((${tm_up%.*} * 100 + 1${tm_up#*.} - 100 - tm_0))
-  printf 'TIME: %s %s %d.%02d\n' "${TM_MODE:--}" "$tm_name" $((tm_d / 100)) $((tm_d % 100))
+  # busy: CPU-seconds the guest's CPUs were not idle meanwhile (/proc/
+  # uptime's second field sums every CPU's idle time): what the check
+  # costs the host's CPUs, where the seconds also count its waits.
+  tm_b=$((tm_d * TM_NCPU - (${tm_idle%.*} * 100 + 1${tm_idle#*.} - 100 - tm_i0)))
+  [ "$tm_b" -lt 0 ] && tm_b=0
+  printf 'TIME: %s %s %d.%02d %d.%02d\n' "${TM_MODE:--}" "$tm_name" $((tm_d / 100)) $((tm_d % 100)) $((tm_b / 100)) $((tm_b % 100))
   return $tm_rc
 }
