@@ -17,14 +17,16 @@
 __u32 tcpw_epoch = 0;
 __u32 tcpw_mark_netns = 0;
 
-/* Marks lost to a full ring buffer (a rescan is due), per CPU: a storm of
- * them writes no line shared with the variables above, which every event
- * reads. */
+/* Marks lost to a full ring buffer (a rescan is due), and the epoch in
+ * which this CPU found the ring full: per CPU, so that a storm of them
+ * writes no line shared with the variables above, which every event reads,
+ * and a CPU that found the ring full does not reserve again (the ring's
+ * spinlock, IRQs off) before the next epoch. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct tcpw_mark_cpu);
 } netstacklat_tcpw_marks_lost SEC(".maps");
 
 struct {
@@ -56,14 +58,19 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   __u64 id = (__u64)(unsigned long)sk;
   if (!slot || (slot->sk == id && slot->epoch == epoch))
     return;
-  struct tcpw_mark_rec *r =
-      bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
+  __u32 zero = 0;
+  struct tcpw_mark_cpu *cpu =
+      bpf_map_lookup_elem(&netstacklat_tcpw_marks_lost, &zero);
+  if (!cpu)
+    return;
+  struct tcpw_mark_rec *r = NULL;
+  if (cpu->full_epoch != epoch)
+    r = bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
   if (!r) {
-    /* Not remembered: the socket's next event tries again. */
-    __u32 zero = 0;
-    __u64 *lost = bpf_map_lookup_elem(&netstacklat_tcpw_marks_lost, &zero);
-    if (lost)
-      *lost += 1;
+    /* Not remembered: the socket's next event in a later epoch tries
+     * again; user space walks every socket at its next scan. */
+    cpu->full_epoch = epoch;
+    cpu->lost += 1;
     return;
   }
   slot->sk = id;
@@ -77,7 +84,8 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   r->sport = RD(probed, sk, __sk_common.skc_num);
   r->dport = bpf_ntohs(RD(probed, sk, __sk_common.skc_dport));
   sk_addrs(sk, family, r->src, r->dst);
-  bpf_ringbuf_submit(r, 0);
+  /* User space reads the ring at its scans, never waits on it. */
+  bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
 /* ===================================================== tcp_socket_enqueued */

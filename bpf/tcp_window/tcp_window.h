@@ -43,7 +43,15 @@ struct tcpw_scan_rec {
  * remembered in a slot of a table indexed by its hash: sockets sharing a
  * slot are announced again as they alternate, never missed. */
 #define TCPW_MARK_SLOTS 16384 /* a power of two */
-#define TCPW_MARK_RB_BYTES (256 * 1024)
+#define TCPW_MARK_RB_BYTES (4 * 1024 * 1024)
+
+/* Per CPU: the announcements lost to a full ring buffer, and the epoch in
+ * which the CPU last found it full (it reserves no more until the next). */
+struct tcpw_mark_cpu {
+  __u64 lost;
+  __u32 full_epoch;
+  __u32 pad;
+};
 
 struct tcpw_mark_slot {
   __u64 sk;    /* the socket's address, as an identity */

@@ -13,7 +13,10 @@
  * programs on sk_data_ready (netstacklat_serve_*). */
 #include "netstacklat/internal.h"
 #include "netstacklat.skel.h"
+#include "tcp_window/tcp_window.h"
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -155,8 +158,16 @@ int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
   __atomic_store_n(&nsl.skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
   /* Per CPU: a storm of lost marks writes no shared line. */
   uint32_t zero = 0;
-  ebpf_percpu_sum(bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks_lost),
-                  &zero, lost);
+  int ncpu = libbpf_num_possible_cpus();
+  *lost = 0;
+  if (ncpu <= 0)
+    return 0;
+  struct tcpw_mark_cpu cpu[ncpu];
+  if (bpf_map_lookup_elem(
+          bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks_lost), &zero,
+          cpu) == 0)
+    for (int c = 0; c < ncpu; c++)
+      *lost += cpu[c].lost;
   return 0;
 }
 
