@@ -693,7 +693,7 @@ static int marked_scan(const struct sock_desc *k, size_t n,
   for (size_t i = 0; i < n; i++)
     add_exact(&d, tcpw_diag.seq + 1 + (uint32_t)i, &k[i]);
   queue(&d);
-  if (marks_scan(60000, acc, false) != 0)
+  if (marks_scan(60000, acc, WALK_N, 0) != 0)
     return -1;
   return exact_requests(r);
 }
@@ -727,7 +727,7 @@ DEF_TEST(marks_requests_name_the_bound_device) {
   add_done(&d, seq, 0);
   queue(&d);
   mk.epoch = 1;
-  CHECK_EQ_INT(0, marks_scan(60000, &acc, true)); /* the seeding walk */
+  CHECK_EQ_INT(0, marks_scan(60000, &acc, WALK_SEED, 0)); /* the seeding walk */
   CHECK_EQ_INT(1, requests(seqs));
   CHECK_EQ_U64(7, last.bound_if);
   mk.epoch = 2;
