@@ -282,7 +282,7 @@ static void cand_unique(void) {
 
 /* A fall-back to a whole walk: one WARNING per cause, the first time. */
 static void walk_told(enum walk_why why, uint64_t lost) {
-  if (why < WALK_LOST || mk.told[why])
+  if (why < WALK_LOST || why >= WALK_N || mk.told[why])
     return;
   mk.told[why] = true;
   char n[64] = "";

@@ -838,6 +838,8 @@ DEF_TEST(marks_fall_back_once_logged_and_counted) {
   CHECK_EQ_INT(1, log_count(LOG_WARNING, "more sockets to ask about than "
                                          "the marked scan's limit (65537 "
                                          "sockets, limit 65536)"));
+  /* Nothing else logged as a fall-back: the marked scans are none. */
+  CHECK_EQ_INT(1, log_count(LOG_WARNING, "a scan walked every TCP socket"));
   tcpw_marks_free();
   teardown();
   return 0;
