@@ -183,20 +183,27 @@ def bound(port, dev):
                     print("drained %d" % drain(conns), flush=True)
 
 
-def many(port, n):
+def connections(port, n, fds, backlog):
+    """A listener on PORT and n connections to it, after raising
+    RLIMIT_NOFILE for fds descriptors (up to the hard limit): (listener,
+    senders, receivers)."""
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 2 * n + 64
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    if soft < fds:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(fds, hard), hard))
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("127.0.0.1", port))
-    ls.listen(128)
+    ls.listen(backlog)
     senders, receivers = [], []
     for _ in range(n):
         senders.append(socket.create_connection(("127.0.0.1", port)))
         receivers.append(ls.accept()[0])
+    return ls, senders, receivers
+
+
+def many(port, n):
+    ls, senders, receivers = connections(port, n, 2 * n + 64, 128)
     ls.close()
     print("connected", flush=True)
     for line in sys.stdin:
@@ -213,20 +220,8 @@ def many(port, n):
 
 
 def busy(port, n, rate):
-    import resource
     import struct
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 2 * n + 20 * rate + 1024
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", port))
-    ls.listen(4096)
-    senders, receivers = [], []
-    for _ in range(n):
-        senders.append(socket.create_connection(("127.0.0.1", port)))
-        receivers.append(ls.accept()[0])
+    ls, senders, receivers = connections(port, n, 2 * n + 20 * rate + 1024, 4096)
     ls.setblocking(False)
     ep = select.epoll()
     kind = {}  # fd: "hb" (a heartbeat receiver), "new", "listen", "stdin"
