@@ -6,6 +6,7 @@
  * dispatches: late replies of an earlier request are ignored, a dump
  * flagged NLM_F_DUMP_INTR is done again once (twice: nothing dispatched),
  * and a kernel that never answers does not block the read thread. */
+#define _GNU_SOURCE 1 /* marks.c's recvmmsg(), included below */
 #include "../../plugin/tcp_window/sockdiag.c"
 #include "../../plugin/tcp_window/stalled.c"
 #include "../../plugin/tcp_window/owners.c"
