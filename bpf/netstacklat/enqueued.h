@@ -17,21 +17,23 @@
 __u32 tcpw_epoch = 0;
 __u32 tcpw_mark_netns = 0;
 
-/* Marks lost to a full ring buffer (a rescan is due), per CPU: a storm of
- * them writes no line shared with the variables above, which every event
- * reads. */
+/* Marks lost to a full ring buffer (a rescan is due), and the epoch in
+ * which this CPU found the ring full: per CPU, so that a storm of them
+ * writes no line shared with the variables above, which every event reads,
+ * and a CPU that found the ring full does not reserve again (the ring's
+ * spinlock, IRQs off) before the next epoch. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct tcpw_mark_cpu);
 } netstacklat_tcpw_marks_lost SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, TCPW_MARK_SLOTS);
+  __uint(max_entries, TCPW_MARK_BUCKETS);
   __type(key, __u32);
-  __type(value, struct tcpw_mark_slot);
+  __type(value, struct tcpw_mark_bucket);
 } netstacklat_tcpw_slots SEC(".maps");
 
 struct {
@@ -39,10 +41,28 @@ struct {
   __uint(max_entries, TCPW_MARK_RB_BYTES);
 } netstacklat_tcpw_marks SEC(".maps");
 
-/* The socket is remembered in its hash's slot with the epoch; the slot's
- * line is the only one an event touches beyond what the program reads
- * anyway, until the socket is announced (once per epoch). A listener's
- * data_ready is a new connection, not data. */
+/* The way of bucket b that sk takes: its own, else one not announced in
+ * this epoch, else one picked by the hash (that socket is announced again
+ * at its next data). TCPW_MARK_WAYS when sk is announced in this epoch
+ * already. */
+static __always_inline __u32 tcpw_way(const struct tcpw_mark_bucket *b,
+                                      __u64 id, __u32 ports, __u32 epoch,
+                                      __u32 h) {
+  __u32 free = TCPW_MARK_WAYS;
+#pragma unroll
+  for (__u32 i = 0; i < TCPW_MARK_WAYS; i++) {
+    if (b->way[i].sk == id && b->way[i].ports == ports)
+      return b->way[i].epoch == epoch ? TCPW_MARK_WAYS : i;
+    if (free == TCPW_MARK_WAYS && b->way[i].epoch != epoch)
+      free = i;
+  }
+  return free < TCPW_MARK_WAYS ? free : (h >> 16) & (TCPW_MARK_WAYS - 1);
+}
+
+/* The socket is remembered in its hash's bucket with the epoch; the
+ * bucket's line is the only one an event touches beyond what the program
+ * reads anyway, until the socket is announced (once per epoch). A
+ * listener's data_ready is a new connection, not data. */
 static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
                                       const bool probed) {
   if (RD(probed, sk, __sk_common.skc_state) == TCP_LISTEN)
@@ -51,23 +71,35 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   if (ns && RD(probed, sk, __sk_common.skc_net.net, ns.inum) != ns)
     return;
   __u32 h = RD(probed, sk, __sk_common.skc_hash);
-  __u32 k = (h ^ (h >> 16)) & (TCPW_MARK_SLOTS - 1);
-  struct tcpw_mark_slot *slot = bpf_map_lookup_elem(&netstacklat_tcpw_slots, &k);
-  __u64 id = (__u64)(unsigned long)sk;
-  if (!slot || (slot->sk == id && slot->epoch == epoch))
+  __u32 k = (h ^ (h >> 16)) & (TCPW_MARK_BUCKETS - 1);
+  struct tcpw_mark_bucket *b =
+      bpf_map_lookup_elem(&netstacklat_tcpw_slots, &k);
+  if (!b)
     return;
-  struct tcpw_mark_rec *r =
-      bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
+  __u64 id = (__u64)(unsigned long)sk;
+  __u32 ports = RD(probed, sk, __sk_common.skc_portpair);
+  __u32 w = tcpw_way(b, id, ports, epoch, h);
+  if (w >= TCPW_MARK_WAYS)
+    return;
+  __u32 zero = 0;
+  struct tcpw_mark_cpu *cpu =
+      bpf_map_lookup_elem(&netstacklat_tcpw_marks_lost, &zero);
+  if (!cpu)
+    return;
+  struct tcpw_mark_rec *r = NULL;
+  if (cpu->full_epoch != epoch)
+    r = bpf_ringbuf_reserve(&netstacklat_tcpw_marks, sizeof(*r), 0);
   if (!r) {
-    /* Not remembered: the socket's next event tries again. */
-    __u32 zero = 0;
-    __u64 *lost = bpf_map_lookup_elem(&netstacklat_tcpw_marks_lost, &zero);
-    if (lost)
-      *lost += 1;
+    /* Not remembered: user space walks every socket at its next scan
+     * (the lost count grew), and this CPU reserves no more in this epoch:
+     * a full ring's spinlock is not taken for every later segment. */
+    cpu->full_epoch = epoch;
+    cpu->lost += 1;
     return;
   }
-  slot->sk = id;
-  slot->epoch = epoch;
+  b->way[w].sk = id;
+  b->way[w].epoch = epoch;
+  b->way[w].ports = ports;
   __u16 family = RD(probed, sk, __sk_common.skc_family);
   __builtin_memset(r, 0, sizeof(*r));
   r->family = (__u8)family;
@@ -77,7 +109,8 @@ static __always_inline void tcpw_mark(const struct sock *sk, __u32 epoch,
   r->sport = RD(probed, sk, __sk_common.skc_num);
   r->dport = bpf_ntohs(RD(probed, sk, __sk_common.skc_dport));
   sk_addrs(sk, family, r->src, r->dst);
-  bpf_ringbuf_submit(r, 0);
+  /* User space reads the ring at its scans, never waits on it. */
+  bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
 /* ===================================================== tcp_socket_enqueued */

@@ -40,15 +40,31 @@ struct tcpw_scan_rec {
  * bumps the epoch at every scan), in this record on a ring buffer;
  * tcp_window then asks sock_diag about those sockets only (and about the
  * ones still holding unread data), not about every socket. A socket is
- * remembered in a slot of a table indexed by its hash: sockets sharing a
- * slot are announced again as they alternate, never missed. */
-#define TCPW_MARK_SLOTS 16384 /* a power of two */
-#define TCPW_MARK_RB_BYTES (256 * 1024)
+ * remembered in one of the TCPW_MARK_WAYS ways of the bucket its hash
+ * picks (one 64-byte line): two busy sockets of one bucket do not push
+ * each other out, and a fifth announced in the same epoch takes the way
+ * of one of them, which is then announced again at its next data, never
+ * missed. 16,384 buckets remember 65,536 sockets an epoch (1 MiB). */
+#define TCPW_MARK_BUCKETS 16384 /* a power of two */
+#define TCPW_MARK_WAYS 4
+#define TCPW_MARK_RB_BYTES (4 * 1024 * 1024)
+
+/* Per CPU: the announcements lost to a full ring buffer, and the epoch in
+ * which the CPU last found it full (it reserves no more until the next). */
+struct tcpw_mark_cpu {
+  __u64 lost;
+  __u32 full_epoch;
+  __u32 pad;
+};
 
 struct tcpw_mark_slot {
   __u64 sk;    /* the socket's address, as an identity */
   __u32 epoch; /* the epoch it was last announced in */
-  __u32 pad;
+  __u32 ports; /* skc_portpair: a new socket at a freed one's address differs */
+};
+
+struct tcpw_mark_bucket {
+  struct tcpw_mark_slot way[TCPW_MARK_WAYS];
 };
 
 struct tcpw_mark_rec {

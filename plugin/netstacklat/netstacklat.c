@@ -14,6 +14,8 @@
 #include "netstacklat/internal.h"
 #include "netstacklat.skel.h"
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,10 +155,20 @@ int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
     return -ENOENT;
   /* The namespace before the first epoch: the program reads it after. */
   __atomic_store_n(&nsl.skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
-  /* Per CPU: a storm of lost marks writes no shared line. */
+  /* Per CPU: a storm of lost marks writes no shared line. Each CPU's
+   * value is tcp_window's struct tcpw_mark_cpu, whose first field is the
+   * count (per-CPU values are 8-byte aligned). */
+  const struct bpf_map *m = nsl.skel->maps.netstacklat_tcpw_marks_lost;
   uint32_t zero = 0;
-  ebpf_percpu_sum(bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks_lost),
-                  &zero, lost);
+  int ncpu = libbpf_num_possible_cpus();
+  size_t words = (bpf_map__value_size(m) + 7) / 8;
+  *lost = 0;
+  if (ncpu <= 0 || !words)
+    return 0;
+  uint64_t v[(size_t)ncpu * words];
+  if (bpf_map_lookup_elem(bpf_map__fd(m), &zero, v) == 0)
+    for (int c = 0; c < ncpu; c++)
+      *lost += v[(size_t)c * words];
   return 0;
 }
 

@@ -112,6 +112,9 @@ int tcpw_marks_start(uint32_t netns_ino);
 /* One whole count of the sockets into *acc, by a marked scan or a whole
  * walk: 0 or a negative errno (after one WARNING). */
 int tcpw_scan(uint32_t ms, struct stall_acc *acc);
+/* Whole walks made since start, whatever their cause (every scan while the
+ * marked scans cannot run): operations-stalled_whole_walks. */
+uint64_t tcpw_whole_walks(void);
 void tcpw_marks_free(void);
 
 /* ---- owners.c: the owners of the stalled sockets stalled.c tracks */

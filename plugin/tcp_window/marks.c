@@ -3,6 +3,7 @@
  * (iter.c, sockdiag.c) they fall back to: a scan counts every socket,
  * whichever way it runs. The announcements come from netstacklat's TCP
  * enqueue program (netstacklat_serve_stalled(), core/ebpf.h). */
+#define _GNU_SOURCE 1 /* recvmmsg() */
 #include "tcp_window/internal.h"
 
 #include "common/ring.h"
@@ -16,14 +17,19 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 /* One whole count of the sockets into *acc: 0 or a negative errno (after
  * one WARNING). */
+static uint64_t walks; /* operations-stalled_whole_walks */
+
 static int walk_count(uint32_t ms, struct stall_acc *acc) {
+  walks++;
   if (tcpw_iter_on())
     return tcpw_iter_count(ms, acc);
   return tcpw_diag_walk(ms, acc);
@@ -35,14 +41,39 @@ static int walk_count(uint32_t ms, struct stall_acc *acc) {
  * sock_diag about those sockets and the ones that still held unread data
  * at the last scan, one exact request each, instead of walking every
  * socket: its cost follows the sockets that receive, and idle sockets cost
- * nothing. A whole walk (walk_count) seeds the set at the first scan, when
- * announcements were lost (the ring buffer was full), when the set has
- * grown past MARKS_MAX (a whole walk is then the cheaper), and every
- * MARKS_WALK_EVERY_S, a safety net for data that no enqueue program saw
- * (a socket whose reader set SO_RCVLOWAT, say, is still found). */
+ * nothing. A whole walk (walk_count) seeds the set at the first scan and
+ * runs every MARKS_WALK_EVERY_S, a safety net for data that no enqueue
+ * program saw (a socket whose reader set SO_RCVLOWAT, say, is still
+ * found); any other whole walk is a fall-back (enum walk_why), logged once
+ * per cause and counted in operations-stalled_whole_walks. */
 #define MARKS_WALK_EVERY_S 3600
-#define MARKS_MAX 2048
+/* Sockets asked about in one scan, announced and kept, each once: a busy
+ * host's (8,000 heartbeat connections and 500 new ones a second at a 10 s
+ * interval make 13,000), and within what the ring buffer holds in one
+ * interval (TCPW_MARK_RB_BYTES: 74,898 announcements). */
+#define MARKS_MAX 65536
 #define MARKS_BATCH 64 /* exact requests per send(): replies fit rcvbuf */
+
+/* Why a scan walks every socket. */
+enum walk_why {
+  WALK_SEED,    /* the first scan */
+  WALK_HOURLY,  /* MARKS_WALK_EVERY_S */
+  WALK_LOST,    /* announcements lost: the ring buffer was full */
+  WALK_STOPPED, /* the ring buffer's read stopped at its time budget */
+  WALK_MANY,    /* more than MARKS_MAX sockets to ask about */
+  WALK_NOMEM,   /* out of memory for the sockets to ask about */
+  WALK_FAILED,  /* the last scan failed or was interrupted */
+  WALK_N
+};
+
+static const char *const walk_cause[WALK_N] = {
+    [WALK_LOST] = "announcements were lost: the ring buffer was full "
+                  "(more than it holds were given data in one interval)",
+    [WALK_STOPPED] = "reading the announcements stopped at its time budget",
+    [WALK_MANY] = "more sockets to ask about than the marked scan's limit",
+    [WALK_NOMEM] = "out of memory for the sockets to ask about",
+    [WALK_FAILED] = "the last scan failed or was interrupted",
+};
 
 /* A socket to ask about: what an exact request names. */
 struct mark_tuple {
@@ -70,7 +101,9 @@ static struct {
    * before the next bump, so the next scan asks about them too. */
   struct mark_tuple *fresh;
   size_t nfresh, fresh_cap;
-  bool overflow;          /* more than MARKS_MAX announced */
+  bool overflow;          /* out of memory for the lists above */
+  enum walk_why pending;  /* the next scan walks for it (WALK_N: none) */
+  bool told[WALK_N];      /* each fall-back's cause logged once */
   /* The notifications' callback, called from marks_each. */
   void (*each)(const struct diag_sock *s, void *arg);
   void *arg;
@@ -117,10 +150,8 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
   if (size < sizeof(r))
     return 0;
   memcpy(&r, data, sizeof(r));
-  if (mk.ncand >= MARKS_MAX) {
-    mk.overflow = true;
-    return 0;
-  }
+  /* At most what the ring holds per read (common/ring.h), each socket
+   * mostly once: MARKS_MAX is checked once they are sorted, each once. */
   struct mark_tuple t =
       tuple_of(r.family, r.sport, r.dport, r.src, r.dst, r.bound_dev_if);
   /* Written after this scan's epoch bump: this scan may ask about it
@@ -175,7 +206,43 @@ static int marks_init(uint32_t netns_ino) {
     return err;
   }
   mk.on = true;
-  mk.walk_due = 0; /* the first scan is a whole walk */
+  mk.pending = WALK_SEED; /* the first scan is a whole walk */
+  return 0;
+}
+
+/* The kernel answers each exact request in a datagram of its own: up to
+ * MARKS_RECV of them are taken by one recvmmsg() (one recv() each cost
+ * about 3.5 us of a request's CPU at 8,500 requests a read), each in a
+ * MARKS_SLICE of the buffer. Into *got the requests answered; 0 or a
+ * negative errno. */
+#define MARKS_SLICE 4096
+#define MARKS_RECV (DIAG_BUF_SIZE / MARKS_SLICE)
+static int marks_replies(uint32_t seq0, uint32_t n, uint32_t *got,
+                         uint32_t ms, struct stall_acc *acc) {
+  struct mmsghdr mm[MARKS_RECV];
+  struct iovec iov[MARKS_RECV];
+  unsigned want = n - *got < MARKS_RECV ? n - *got : MARKS_RECV;
+  for (unsigned i = 0; i < want; i++) {
+    iov[i] = (struct iovec){tcpw_diag.buf + i * MARKS_SLICE, MARKS_SLICE};
+    mm[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
+  }
+  /* The first waits (SO_RCVTIMEO), the others are what has come. */
+  int k = recvmmsg(tcpw_diag.fd, mm, want, MSG_WAITFORONE, NULL);
+  if (k < 0 && errno == EINTR)
+    return 0;
+  if (k <= 0)
+    return k == 0 ? -EPIPE
+           : errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT
+                                                     : -errno;
+  for (int j = 0; j < k; j++) {
+    if (mm[j].msg_hdr.msg_flags & MSG_TRUNC)
+      return -EMSGSIZE;
+    int st = sockdiag_exact_walk(iov[j].iov_base, mm[j].msg_len, seq0, n, ms,
+                                 acc);
+    if (st < 0)
+      return st;
+    *got += (uint32_t)st;
+  }
   return 0;
 }
 
@@ -213,22 +280,8 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
     int err = 0;
     if (send(tcpw_diag.fd, req, n * sizeof(req[0]), 0) < 0)
       err = -errno;
-    for (uint32_t got = 0; !err && got < n;) {
-      ssize_t k = recv(tcpw_diag.fd, tcpw_diag.buf, DIAG_BUF_SIZE, 0);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0) {
-        err = k == 0 ? -EPIPE
-              : errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT
-                                                        : -errno;
-        break;
-      }
-      int st = sockdiag_exact_walk(tcpw_diag.buf, (size_t)k, seq0, n, ms, acc);
-      if (st < 0)
-        err = st;
-      else
-        got += (uint32_t)st;
-    }
+    for (uint32_t got = 0; !err && got < n;)
+      err = marks_replies(seq0, n, &got, ms, acc);
     if (err) {
       tcpw_diag_drain();
       E_WARNING(FEATURE ": sock_diag requests about %zu sockets failed: %s; "
@@ -240,16 +293,53 @@ static int marks_ask(uint32_t ms, struct stall_acc *acc) {
   return 0;
 }
 
+/* The sockets to ask about, each once (the ring may hold a socket twice:
+ * two sockets sharing a slot alternate). */
+static void cand_unique(void) {
+  qsort(mk.cand, mk.ncand, sizeof(*mk.cand), tuple_cmp);
+  size_t u = 0;
+  for (size_t i = 0; i < mk.ncand; i++)
+    if (!u || tuple_cmp(&mk.cand[u - 1], &mk.cand[i]))
+      mk.cand[u++] = mk.cand[i];
+  mk.ncand = u;
+}
+
+/* A fall-back to a whole walk: one WARNING per cause, the first time. */
+static void walk_told(enum walk_why why, uint64_t lost) {
+  if (why < WALK_LOST || why >= WALK_N || mk.told[why])
+    return;
+  mk.told[why] = true;
+  char n[64] = "";
+  if (why == WALK_LOST)
+    snprintf(n, sizeof(n), " (%llu announcements lost so far)",
+             (unsigned long long)lost);
+  else if (why == WALK_MANY)
+    snprintf(n, sizeof(n), " (%zu sockets, limit %d)", mk.ncand, MARKS_MAX);
+  E_WARNING(FEATURE ": stalled receivers: a scan walked every TCP socket "
+            "instead of asking about the sockets given data: %s%s. Every "
+            "whole walk is counted in operations-stalled_whole_walks; this "
+            "cause is logged once.",
+            walk_cause[why], n);
+}
+
 /* The scan after the epoch bump and the ring buffer's read: a whole walk
- * when `walk` (or too many to ask about), else the exact requests about
- * the announced and the kept sockets. 0 or a negative errno. */
-static int marks_scan(uint32_t ms, struct stall_acc *acc, bool walk) {
+ * for `why` (WALK_N: none; too many to ask about makes one), else the
+ * exact requests about the announced and the kept sockets. 0 or a
+ * negative errno. */
+static int marks_scan(uint32_t ms, struct stall_acc *acc, enum walk_why why,
+                      uint64_t lost) {
   /* The kept sockets join the announced ones, once each. */
-  for (size_t i = 0; !walk && i < mk.nkeep; i++)
+  for (size_t i = 0; why == WALK_N && i < mk.nkeep; i++)
     if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &mk.keep[i]))
       mk.overflow = true;
-  if (mk.overflow || mk.ncand > MARKS_MAX)
-    walk = true;
+  if (why == WALK_N && mk.overflow)
+    why = WALK_NOMEM;
+  if (why == WALK_N) {
+    cand_unique();
+    if (mk.ncand > MARKS_MAX)
+      why = WALK_MANY;
+  }
+  walk_told(why, lost);
   mk.each = acc->each;
   mk.arg = acc->arg;
   acc->each = marks_each;
@@ -257,18 +347,14 @@ static int marks_scan(uint32_t ms, struct stall_acc *acc, bool walk) {
   mk.nkeep = 0;
   mk.overflow = false;
   int err;
-  if (walk) {
+  if (why != WALK_N) {
     err = walk_count(ms, acc);
-    /* An interrupted dump may have missed sockets: walk again next time. */
+    mk.pending = WALK_N;
     if (!err && !acc->interrupted)
       mk.walk_due = mono_s() + MARKS_WALK_EVERY_S;
+    else if (!err) /* it may have missed sockets: walk again next time */
+      mk.pending = why < WALK_LOST ? why : WALK_FAILED;
   } else {
-    qsort(mk.cand, mk.ncand, sizeof(*mk.cand), tuple_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < mk.ncand; i++)
-      if (!u || tuple_cmp(&mk.cand[u - 1], &mk.cand[i]))
-        mk.cand[u++] = mk.cand[i];
-    mk.ncand = u;
     tcpw_acc_reset(acc);
     err = marks_ask(ms, acc);
   }
@@ -280,8 +366,9 @@ static int marks_scan(uint32_t ms, struct stall_acc *acc, bool walk) {
       mk.overflow = true;
   mk.nfresh = 0;
   if (err || mk.overflow) {
+    /* What has unread data is not known: walk next time. */
     mk.nkeep = 0;
-    mk.walk_due = 0; /* what has unread data is not known: walk next time */
+    mk.pending = err ? WALK_FAILED : WALK_NOMEM;
   }
   return err;
 }
@@ -309,12 +396,20 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
   mk.overflow = false;
   /* At most what the ring holds: a read that stops leaves announcements
    * unread, so this scan walks every socket. */
-  if (ebpf_ring_read(&mk.ring, ebpf_ring_budget_ns()) < 0 || mk.ring.stopped)
-    mk.overflow = true;
-  bool walk = mono_s() >= mk.walk_due || lost != mk.lost;
+  bool stopped =
+      ebpf_ring_read(&mk.ring, ebpf_ring_budget_ns()) < 0 || mk.ring.stopped;
+  enum walk_why why = mk.pending;
+  if (why == WALK_N && lost != mk.lost)
+    why = WALK_LOST;
+  else if (why == WALK_N && stopped)
+    why = WALK_STOPPED;
+  else if (why == WALK_N && mono_s() >= mk.walk_due)
+    why = WALK_HOURLY;
   mk.lost = lost;
-  return marks_scan(ms, acc, walk);
+  return marks_scan(ms, acc, why, lost);
 }
+
+uint64_t tcpw_whole_walks(void) { return walks; }
 
 /* After tcpw_stalled_init and netstacklat's init: marked scans where they
  * can run, else whole walks (one INFO line says which). 0, or a negative

@@ -469,6 +469,8 @@ void tcpw_stalled_read(value_list_t *vl) {
     st_commit();
   vl_gauge(vl, "count", "stalled_receivers", (double)acc.stalled);
   vl_gauge(vl, "bytes", "stalled_receivers", (double)acc.stalled_bytes);
+  vl_derive(vl, "operations", "stalled_whole_walks",
+            (int64_t)tcpw_whole_walks());
   if (st.on)
     vl_derive(vl, "operations", "stalled_notifications_suppressed",
               (int64_t)st.suppressed);

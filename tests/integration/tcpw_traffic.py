@@ -39,6 +39,20 @@
                                        T0 T1", its wall times); on "close"
                                        closes every receiver ("closed");
                                        exits on EOF
+  tcpw_traffic.py busy PORT N RATE     a busy host: N connections, each
+                                       receiving one 16-byte heartbeat a
+                                       second (spread over the second), read
+                                       at once by an epoll loop, plus RATE new
+                                       connections a second that send one
+                                       message, are read and closed (RST, no
+                                       TIME_WAIT); prints "connected"; on
+                                       "stall" the first receiver stops
+                                       reading and is sent 3,000 bytes, no
+                                       more heartbeats ("stalled LPORT
+                                       RPORT"); on "read" it drains them
+                                       ("drained N"); on "count" prints
+                                       "count HEARTBEATS NEW" so far; exits
+                                       on EOF
 """
 import os
 import select
@@ -169,20 +183,27 @@ def bound(port, dev):
                     print("drained %d" % drain(conns), flush=True)
 
 
-def many(port, n):
+def connections(port, n, fds, backlog):
+    """A listener on PORT and n connections to it, after raising
+    RLIMIT_NOFILE for fds descriptors (up to the hard limit): (listener,
+    senders, receivers)."""
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 2 * n + 64
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    if soft < fds:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(fds, hard), hard))
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("127.0.0.1", port))
-    ls.listen(128)
+    ls.listen(backlog)
     senders, receivers = [], []
     for _ in range(n):
         senders.append(socket.create_connection(("127.0.0.1", port)))
         receivers.append(ls.accept()[0])
+    return ls, senders, receivers
+
+
+def many(port, n):
+    ls, senders, receivers = connections(port, n, 2 * n + 64, 128)
     ls.close()
     print("connected", flush=True)
     for line in sys.stdin:
@@ -198,6 +219,93 @@ def many(port, n):
             print("closed", flush=True)
 
 
+def busy(port, n, rate):
+    import struct
+    ls, senders, receivers = connections(port, n, 2 * n + 20 * rate + 1024, 4096)
+    ls.setblocking(False)
+    ep = select.epoll()
+    kind = {}  # fd: "hb" (a heartbeat receiver), "new", "listen", "stdin"
+    for c in receivers:
+        c.setblocking(False)
+        ep.register(c.fileno(), select.EPOLLIN)
+        kind[c.fileno()] = ("hb", c)
+    ep.register(ls.fileno(), select.EPOLLIN)
+    kind[ls.fileno()] = ("listen", ls)
+    ep.register(sys.stdin.fileno(), select.EPOLLIN)
+    rst = struct.pack("ii", 1, 0)
+    print("connected", flush=True)
+    stalled = None
+    beats = news = 0
+    start = time.time()
+    hb_at = nw_at = 0  # heartbeats and new connections made so far
+    clients = []
+    while True:
+        now = time.time() - start
+        # Keep to the schedule, N heartbeats and RATE connections a second
+        # spread evenly, without making up for more than 0.1 s that a busy
+        # machine held the loop back (that would double the rate).
+        hb_at = max(hb_at, int((now - 0.1) * n))
+        nw_at = max(nw_at, int((now - 0.1) * rate))
+        due = min(int(now * n), hb_at + n)
+        while hb_at < due:
+            s = senders[hb_at % n]
+            if s is not stalled:
+                s.send(b"h" * 16)
+                beats += 1
+            hb_at += 1
+        due = min(int(now * rate), nw_at + rate)
+        while nw_at < due:
+            c = socket.create_connection(("127.0.0.1", port))
+            c.send(b"n" * 16)
+            clients.append(c)
+            nw_at += 1
+        while len(clients) > rate:
+            clients.pop(0).close()
+        for fd, _ in ep.poll(0.002):
+            what, obj = kind.get(fd, (None, None))
+            if what == "hb":
+                if obj.recv(65536) == b"":
+                    ep.unregister(fd)
+                    del kind[fd]
+            elif what == "new":
+                obj.recv(65536)
+                obj.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, rst)
+                ep.unregister(fd)
+                del kind[fd]
+                obj.close()
+                news += 1
+            elif what == "listen":
+                while True:
+                    try:
+                        a = ls.accept()[0]
+                    except BlockingIOError:
+                        break
+                    a.setblocking(False)
+                    ep.register(a.fileno(), select.EPOLLIN)
+                    kind[a.fileno()] = ("new", a)
+            elif fd == sys.stdin.fileno():
+                line = sys.stdin.readline()
+                if not line:
+                    return
+                cmd = line.strip()
+                if cmd == "stall":
+                    stalled, r = senders[0], receivers[0]
+                    ep.unregister(r.fileno())
+                    stalled.sendall(b"s" * 3000)
+                    print("stalled %d %d" % (r.getsockname()[1],
+                                             r.getpeername()[1]), flush=True)
+                elif cmd == "read":
+                    r, got = receivers[0], 0
+                    while got < 3000:
+                        try:
+                            got += len(r.recv(65536))
+                        except BlockingIOError:
+                            time.sleep(0.01)
+                    print("drained %d" % got, flush=True)
+                elif cmd == "count":
+                    print("count %d %d" % (beats, news), flush=True)
+
+
 if __name__ == "__main__":
     mode, port = sys.argv[1], int(sys.argv[2])
     if mode == "recv":
@@ -208,6 +316,8 @@ if __name__ == "__main__":
         bound(port, sys.argv[3])
     elif mode == "many":
         many(port, int(sys.argv[3]))
+    elif mode == "busy":
+        busy(port, int(sys.argv[3]), int(sys.argv[4]))
     elif mode == "stall":
         stall(port, int(sys.argv[3]))
     else:

@@ -6,6 +6,7 @@
  * dispatches: late replies of an earlier request are ignored, a dump
  * flagged NLM_F_DUMP_INTR is done again once (twice: nothing dispatched),
  * and a kernel that never answers does not block the read thread. */
+#define _GNU_SOURCE 1 /* marks.c's recvmmsg(), included below */
 #include "../../plugin/tcp_window/sockdiag.c"
 #include "../../plugin/tcp_window/stalled.c"
 #include "../../plugin/tcp_window/owners.c"
@@ -693,7 +694,7 @@ static int marked_scan(const struct sock_desc *k, size_t n,
   for (size_t i = 0; i < n; i++)
     add_exact(&d, tcpw_diag.seq + 1 + (uint32_t)i, &k[i]);
   queue(&d);
-  if (marks_scan(60000, acc, false) != 0)
+  if (marks_scan(60000, acc, WALK_N, 0) != 0)
     return -1;
   return exact_requests(r);
 }
@@ -727,7 +728,7 @@ DEF_TEST(marks_requests_name_the_bound_device) {
   add_done(&d, seq, 0);
   queue(&d);
   mk.epoch = 1;
-  CHECK_EQ_INT(0, marks_scan(60000, &acc, true)); /* the seeding walk */
+  CHECK_EQ_INT(0, marks_scan(60000, &acc, WALK_SEED, 0)); /* the seeding walk */
   CHECK_EQ_INT(1, requests(seqs));
   CHECK_EQ_U64(7, last.bound_if);
   mk.epoch = 2;
@@ -782,6 +783,69 @@ DEF_TEST(marks_announced_after_the_bump_asked_again) {
   return 0;
 }
 
+/* Logged lines of severity <= max_sev containing needle. */
+static int log_count(int max_sev, const char *needle) {
+  int n = 0;
+  for (int i = 0; i < mock_nlog; i++)
+    n += mock_log_sev[i] <= max_sev && strstr(mock_log[i], needle) != NULL;
+  return n;
+}
+
+/* A whole walk the stand-in kernel answers with no socket. */
+static int walk_scan(struct stall_acc *acc, enum walk_why why) {
+  struct dgram d = {.len = 0};
+  add_done(&d, tcpw_diag.seq + 1, 0);
+  queue(&d);
+  int err = marks_scan(60000, acc, why, 0);
+  uint32_t seqs[8];
+  requests(seqs); /* the dump's request, read by the stand-in */
+  return err;
+}
+
+/* Issue 34, item 1: a socket announced many times in one interval (two
+ * sockets of one slot alternating, before the buckets) is asked about
+ * once, and counts once against MARKS_MAX (before, 2,048 announcements,
+ * duplicates included, made a whole walk); past MARKS_MAX sockets the
+ * scan walks, with one WARNING naming the cause however often it
+ * happens; every whole walk, the seeding one too, is counted. */
+DEF_TEST(marks_fall_back_once_logged_and_counted) {
+  CHECK_EQ_INT(0, setup());
+  tcpw_marks_free();
+  struct sock_desc k = {.cookie = 51, .rqueue = 0, .last_ms = 5,
+                        .family = AF_INET, .src = "127.0.0.1",
+                        .dst = "127.0.0.1", .sport = 6900, .dport = 40001};
+  struct diag_sock last = {0};
+  struct stall_acc acc = {.each = collect_each, .arg = &last};
+  uint64_t w0 = tcpw_whole_walks();
+  mk.epoch = 1;
+  CHECK_EQ_INT(0, walk_scan(&acc, WALK_SEED));
+  CHECK_EQ_U64(w0 + 1, tcpw_whole_walks());
+  mk.epoch = 2;
+  for (int i = 0; i < 3000; i++)
+    announce(&k, 1);
+  struct inet_diag_req_v2 r[8];
+  CHECK_EQ_INT(1, marked_scan(&k, 1, &acc, r));
+  CHECK_EQ_U64(w0 + 1, tcpw_whole_walks());
+  for (int round = 0; round < 2; round++) {
+    mk.epoch++;
+    for (uint32_t i = 0; i <= MARKS_MAX; i++) {
+      k.sport = (uint16_t)(1 + i % 60000);
+      k.dport = (uint16_t)(1 + i / 60000);
+      announce(&k, mk.epoch - 1);
+    }
+    CHECK_EQ_INT(0, walk_scan(&acc, WALK_N));
+    CHECK_EQ_U64(w0 + 2 + (uint64_t)round, tcpw_whole_walks());
+  }
+  CHECK_EQ_INT(1, log_count(LOG_WARNING, "more sockets to ask about than "
+                                         "the marked scan's limit (65537 "
+                                         "sockets, limit 65536)"));
+  /* Nothing else logged as a fall-back: the marked scans are none. */
+  CHECK_EQ_INT(1, log_count(LOG_WARNING, "a scan walked every TCP socket"));
+  tcpw_marks_free();
+  teardown();
+  return 0;
+}
+
 int main(void) {
   tl_prog = "tcp_window_diag_test";
   /* The owners by the /proc scan, whose cap these cases test (the BPF
@@ -798,6 +862,7 @@ int main(void) {
   RUN_TEST(bounded_tracking);
   RUN_TEST(limit_holds_back_oldest_first);
   RUN_TEST(waiting_okay_then_stalled_again);
+  RUN_TEST(marks_fall_back_once_logged_and_counted);
   RUN_TEST(marks_requests_name_the_bound_device);
   RUN_TEST(marks_announced_after_the_bump_asked_again);
   END_TEST;
