@@ -41,7 +41,8 @@ EOC
   cgroup)
     cgdir=/sys/fs/cgroup/big
     mkdir -p "$cgdir"
-    printf 'Netstacklat/GroupBy "cgroup"\nNetstacklat/MaxGroups %s\nNetstacklat/NewGroupsPerHour 4096\n' "$BIG_GROUPS" >>"$conf"
+    # (NetworkNamespace "all": each process has a namespace of its own)
+    printf 'Netstacklat/GroupBy "cgroup"\nNetstacklat/NetworkNamespace "all"\nNetstacklat/MaxGroups %s\nNetstacklat/NewGroupsPerHour 4096\n' "$BIG_GROUPS" >>"$conf"
     ;;
   esac
   rm -f /tmp/big.in /tmp/big.out
