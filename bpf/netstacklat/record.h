@@ -211,14 +211,19 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
     NSL_ADD(h->skipped[NSL_SKIP_FUTURE], 1);
     return;
   }
-  __u32 slot = nsl_slot_of(delta);
   /* nsl_slot_of() already clamps, but clang drops this check and indexes
    * with a copy of the unclamped register; 6.1's verifier then sees an
    * index up to 2^32 and rejects every program (6.12's tracks the copy).
-   * The barrier keeps the check on the register that is used. */
+   * The barriers keep the check on the register that is used: a 64-bit
+   * index (a 32-bit one was checked zero-extended in a copy, then
+   * zero-extended again for the two adds of NSL_ADD), opaque before the
+   * check and again after it. */
+  __u64 slot = nsl_slot_of(delta);
   barrier_var(slot);
-  if (slot < NSL_NFINE)
+  if (slot < NSL_NFINE) {
+    barrier_var(slot);
     NSL_ADD(h->bucket[slot], 1);
+  }
   NSL_ADD(h->sum_ns, delta);
   if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)
     outlier(hook, now, delta, sk, skb, ifindex);

@@ -191,7 +191,8 @@ void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
                   struct nsl_hist *out);
 
 /* out: the sum of a GroupBy value's n stripes (struct nsl_stripe). */
-void nsl_sum_stripes(int n, const struct nsl_stripe *v, struct nsl_hist *out);
+void nsl_sum_stripes(int n, const struct nsl_stripe *restrict v,
+                     struct nsl_hist *restrict out);
 
 /* One hook's or group's values: its histogram now against the last
  * read's (before), under vl's identity (vl_prepare()); le[]: its
