@@ -121,7 +121,8 @@ struct nsl_slot_hist {
  * (chosen at load, the value size set from it): each CPU has a stripe of
  * its own up to 16 possible CPUs, and past that 2 to 16 CPUs share one,
  * adding atomically. A per-CPU value took 1,680 bytes per possible CPU:
- * 385 MB for MaxGroups 128 and 7 hooks at 256; striped, 24 MiB. A stripe
+ * 370 MiB for MaxGroups 128 and 7 hooks at 256; striped, 30.6 MiB (with
+ * the hash map's spare entry per possible CPU). A stripe
  * is 27 cache lines (1,728 bytes): two stripes never share one. owner: a
  * slot's cgroup (every stripe has it, so that an event reads only its
  * own stripe's lines); 0 in the group table. */
