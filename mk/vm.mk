@@ -46,7 +46,7 @@ $(BUILD)/vm/rpm/RPMS/noarch/collectd-ebpf-selinux-$(PKG_VERSION)-1.noarch.rpm: p
 VM_ARCHES ?= x86_64 aarch64
 VM_CROSS := $(if $(filter x86_64,$(HOST_ARCH)),$(if $(or $(filter aarch64,$(VM_ARCHES)),$(filter %-arm64,$(VM_KERNELS))),aarch64))
 .PHONY: vm-tools $(VM_CROSS:%=vm-tools-%)
-vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/tests/owners_test $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%) $(VM_SE_RPM)
+vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/tests/owners_test $(BUILD)/tests/read_cost $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%) $(VM_SE_RPM)
 $(VM_CROSS:%=vm-tools-%): vm-tools-%:
 	$(Q)$(MAKE) --no-print-directory ARCH=$* BUILD=$(BUILD)/$* $(addprefix $(BUILD)/$*/,ebpf.so \
 		tests/loader_check tests/holtraffic tests/owners_test vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)

@@ -239,9 +239,7 @@ static __always_inline void udp_enqueued_tail(const struct sock *sk) {
     __u64 group;
     if (!socket_ok(NSL_UDP_SOCKET_ENQUEUED, sk, 0, &group, false))
       return;
-    struct nsl_hist *h = hist_for(NSL_UDP_SOCKET_ENQUEUED, group);
-    if (h)
-      h->skipped[NSL_SKIP_RACED]++;
+    count_skip(NSL_UDP_SOCKET_ENQUEUED, group, NSL_SKIP_RACED);
     return;
   }
   __u64 group;

@@ -115,6 +115,25 @@ struct nsl_slot_hist {
   struct nsl_hist h;
 };
 
+/* GroupBy's histograms (the group table and the cgroup slots) are not per
+ * CPU: a value holds S stripes, and a CPU writes stripe cpu & (S - 1). S is
+ * the possible CPUs rounded up to a power of two, at most NSL_STRIPES_MAX
+ * (chosen at load, the value size set from it): each CPU has a stripe of
+ * its own up to 16 possible CPUs, and past that 2 to 16 CPUs share one,
+ * adding atomically. A per-CPU value took 1,680 bytes per possible CPU:
+ * 370 MiB for MaxGroups 128 and 7 hooks at 256; striped, 30.6 MiB (with
+ * the hash map's spare entry per possible CPU). A stripe
+ * is 27 cache lines (1,728 bytes): two stripes never share one. owner: a
+ * slot's cgroup (every stripe has it, so that an event reads only its
+ * own stripe's lines); 0 in the group table. */
+#define NSL_STRIPES_MAX 16
+struct nsl_stripe {
+  __u64 owner;
+  struct nsl_hist h;
+  __u8 pad[40];
+};
+#define NSL_STRIPE_SIZE 1728
+
 /* Fine bucket of a latency in ns (plugin/common/hist.c's hist_fine_of(), which
  * a unit test checks it against): with x = ns - 1 and e = floor(log2(x)),
  * 0 for ns <= 512, else 1 + 16 (e - 9) + the 4 bits of x below its top

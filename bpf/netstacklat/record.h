@@ -19,25 +19,54 @@ struct {
   __type(value, struct nsl_hist);
 } netstacklat_seconds SEC(".maps");
 
-/* GroupBy: max_entries is set from MaxGroups before load (1 when off). */
+/* GroupBy: max_entries is set from MaxGroups before load (1 when off);
+ * value_size from the stripes: targ_stripe_mask + 1 struct nsl_stripe
+ * (netstacklat.h). Not per CPU (memory grew with the possible CPUs: 385 MB
+ * at 256 for MaxGroups 128 and 7 hooks), so no BTF value type: its size is
+ * known only at load. */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
-  __type(key, struct nsl_group_key);
-  __type(value, struct nsl_hist);
+  __uint(key_size, sizeof(struct nsl_group_key));
+  __uint(value_size, NSL_STRIPE_SIZE);
 } netstacklat_grouped_seconds SEC(".maps");
 
 /* GroupBy cgroup: the histograms of the groups that have a slot, at
- * slot * targ_nwanted + targ_hook_pos[hook]; owner is the
+ * slot * targ_nwanted + targ_hook_pos[hook]; each stripe's owner is the
  * cgroup id the slot belongs to (written by user space with the slot), so
  * a socket that outlives its cgroup never counts into a slot given to
- * another. max_entries is set before load (1 when unused). */
+ * another. max_entries and value_size (the stripes, as the group table's)
+ * are set before load (1 entry when unused). */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct nsl_slot_hist);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, NSL_STRIPE_SIZE);
 } netstacklat_cgroup_slots SEC(".maps");
+
+/* The stripes (netstacklat.h, struct nsl_stripe): S - 1 (S a power of two,
+ * at most NSL_STRIPES_MAX), and whether CPUs share a stripe (more possible
+ * CPUs than S). Then, and only with GroupBy, record() adds atomically
+ * (lock-prefixed adds, the result unused: BPF_XADD, every kernel from
+ * 5.10): two CPUs of a stripe (cpu and cpu + S, ...) that meet on a
+ * group's line lose no count; the verifier prunes the path that is not
+ * taken, so a host with a stripe per CPU makes plain adds. */
+const volatile __u32 targ_stripe_mask = 0;
+const volatile bool targ_stripes_shared = false;
+#define NSL_SHARED (targ_groupby != NSL_GROUP_NONE && targ_stripes_shared)
+#define NSL_ADD(field, v)                                                      \
+  do {                                                                         \
+    if (NSL_SHARED)                                                            \
+      __sync_fetch_and_add(&(field), (v));                                     \
+    else                                                                       \
+      (field) += (v);                                                          \
+  } while (0)
+
+/* The calling CPU's stripe of a GroupBy value. */
+static __always_inline struct nsl_stripe *stripe_of(struct nsl_stripe *v) {
+  __u32 i = bpf_get_smp_processor_id() & targ_stripe_mask;
+  return v + i;
+}
 
 /* GroupBy cgroup: the cgroups whose events found the group table full,
  * at the position nsl_cg_index_pos() gives with targ_wait_mask (the last
@@ -82,20 +111,24 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
     __u32 slot = (__u32)(group >> NSL_SLOT_SHIFT) - 1;
     group &= NSL_SLOT_ID_MASK;
     __u32 i = slot * targ_nwanted + targ_hook_pos[hook];
-    struct nsl_slot_hist *v =
-        bpf_map_lookup_elem(&netstacklat_cgroup_slots, &i);
-    if (v && v->owner == group)
-      return &v->h;
+    struct nsl_stripe *v = bpf_map_lookup_elem(&netstacklat_cgroup_slots, &i);
+    if (v) {
+      v = stripe_of(v);
+      if (v->owner == group)
+        return &v->h;
+    }
   }
   struct nsl_group_key key = {.group = group, .hook = hook};
-  struct nsl_hist *h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
-  if (h)
-    return h;
-  static const struct nsl_hist zero;
-  bpf_map_update_elem(&netstacklat_grouped_seconds, &key, &zero, BPF_NOEXIST);
-  h = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
-  if (h)
-    return h;
+  struct nsl_stripe *v = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (v)
+    return &stripe_of(v)->h;
+  /* A new entry's value, zero: the largest there is. */
+  static const struct nsl_stripe zero[NSL_STRIPES_MAX];
+  bpf_map_update_elem(&netstacklat_grouped_seconds, &key, zero, BPF_NOEXIST);
+  v = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  if (v)
+    return &stripe_of(v)->h;
+  struct nsl_hist *h;
   /* The table is full: said on the hook's ungrouped entry, and the event
    * counted in the group "other". A cgroup is noted where user space looks
    * for one to give a slot (a tenant filling the table with cgroups it
@@ -110,14 +143,15 @@ static __always_inline struct nsl_hist *hist_for(__u32 hook, __u64 group) {
       *w = group;
   }
   key.group = NSL_GROUP_OTHER;
-  return bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  v = bpf_map_lookup_elem(&netstacklat_grouped_seconds, &key);
+  return v ? &stripe_of(v)->h : NULL;
 }
 
 /* An event left out for a reason counted in skipped[why]. */
 static __always_inline void count_skip(__u32 hook, __u64 group, __u32 why) {
   struct nsl_hist *h = hist_for(hook, group);
   if (h)
-    h->skipped[why]++;
+    NSL_ADD(h->skipped[why], 1);
 }
 
 /* The one handler. tstamp: the packet's receive time (0 when none);
@@ -131,17 +165,19 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
   if (!h)
     return;
   if (!tstamp) {
-    h->skipped[NSL_SKIP_NO_TSTAMP]++;
+    NSL_ADD(h->skipped[NSL_SKIP_NO_TSTAMP], 1);
     return;
   }
   if (not_rx) {
-    h->skipped[NSL_SKIP_NOT_RX]++;
+    NSL_ADD(h->skipped[NSL_SKIP_NOT_RX], 1);
     return;
   }
-  h->count++;
+  NSL_ADD(h->count, 1);
   /* SampleEvery N: one event in N timed on average, the others only
    * counted: no clock read for them. A countdown in the CPU's own entry
-   * (no atomics); after each timed event the next gap is drawn at random,
+   * or GroupBy stripe (no atomics: where CPUs share a stripe, two that
+   * meet may draw one gap twice, the share timed stays about 1 in N and
+   * count stays exact); after each timed event the next gap is drawn at random,
    * uniform in [0, 2N - 2] (mean N - 1), by a multiply and shift (no
    * division). A fixed countdown of N - 1 fell in step with workloads that
    * alternate: a proxy reading a client and a backend socket in turn on
@@ -172,18 +208,23 @@ static __always_inline void record(__u32 hook, __u64 tstamp, int not_rx,
   __u64 now = targ_clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
   __s64 delta = (__s64)(now + realtime_offset_ns - tstamp);
   if (delta < 0) {
-    h->skipped[NSL_SKIP_FUTURE]++;
+    NSL_ADD(h->skipped[NSL_SKIP_FUTURE], 1);
     return;
   }
-  __u32 slot = nsl_slot_of(delta);
   /* nsl_slot_of() already clamps, but clang drops this check and indexes
    * with a copy of the unclamped register; 6.1's verifier then sees an
    * index up to 2^32 and rejects every program (6.12's tracks the copy).
-   * The barrier keeps the check on the register that is used. */
+   * The barriers keep the check on the register that is used: a 64-bit
+   * index (a 32-bit one was checked zero-extended in a copy, then
+   * zero-extended again for the two adds of NSL_ADD), opaque before the
+   * check and again after it. */
+  __u64 slot = nsl_slot_of(delta);
   barrier_var(slot);
-  if (slot < NSL_NFINE)
-    h->bucket[slot]++;
-  h->sum_ns += delta;
+  if (slot < NSL_NFINE) {
+    barrier_var(slot);
+    NSL_ADD(h->bucket[slot], 1);
+  }
+  NSL_ADD(h->sum_ns, delta);
   if (NSL_OUTLIERS && targ_outlier_ns && (__u64)delta > targ_outlier_ns)
     outlier(hook, now, delta, sk, skb, ifindex);
 }

@@ -31,6 +31,11 @@ const struct test_switch_info test_switches[TEST_SWITCHES] = {
                            "tcp_window's stalled receivers: whole walks by the "
                            "iterator or by sock_diag only, or marked scans "
                            "only"},
+    [TEST_STRIPES] = {"EBPF_TEST_STRIPES", NULL,
+                      "netstacklat's GroupBy values get this many stripes "
+                      "(1, 2, 4, 8 or 16): fewer than the CPUs makes them "
+                      "share stripes and add atomically, as on a host with "
+                      "more than 16 CPUs"},
 };
 
 static bool is_choice(const char *choices, const char *v) {

@@ -96,6 +96,33 @@ static size_t add_row(struct group_prev *cur, size_t n0, size_t n,
   return n;
 }
 
+/* The values of a GroupBy map are read this many bytes at a time at most
+ * (a batch of entries, each summed over its stripes as it comes): a read
+ * holds one batch and the sums, not the whole map (with per-CPU values it
+ * held 1,680 bytes x possible CPUs per entry: 385 MB at 256 CPUs for
+ * MaxGroups 128 and 7 hooks). */
+#define READ_BATCH_BYTES ((size_t)4 << 20)
+
+/* Entries of a batch for values of vsize bytes: at least 1. */
+static __u32 batch_entries(size_t vsize) {
+  size_t n = READ_BATCH_BYTES / vsize;
+  return n ? (__u32)n : 1;
+}
+
+/* A slot's row k, summed over its stripes: added to this interval's
+ * entries (add_row()) when its slot is in use and its hook loaded. */
+static size_t slot_row(struct nsl_state *s, struct group_prev *cur, size_t n0,
+                       size_t n, __u32 k, const struct nsl_stripe *row,
+                       const int *hook_at, long long top) {
+  long long i = k / s->nwanted_pos;
+  int h = hook_at[k % s->nwanted_pos];
+  if (i > top || h < 0 || !s->cgslots.slot[i].id)
+    return n;
+  struct group_prev e = {.key = {.group = s->cgslots.slot[i].id, .hook = h}};
+  nsl_sum_stripes(s->stripes, row, &e.h);
+  return add_row(cur, n0, n, &e);
+}
+
 /* Add the slots' counts to this interval's (hook, group) entries: a
  * (hook, cgroup) pair with an entry in the hash, or with any event in its
  * slot. *cur has room for n + the slots' rows. Returns the new count. */
@@ -108,56 +135,44 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
       top = s->cgslots.used[u].slot;
   if (top < 0)
     return n;
-  /* One batched read of the rows up to the highest slot in use (a lookup
-   * per slot and hook cost ~3 us each: 0.5 ms for 50 cgroups x 3 hooks);
-   * one lookup per row where batches are not supported. */
-  __u32 want = (__u32)(top + 1) * s->nwanted_pos, got = 0;
-  __u32 *keys = malloc(want * sizeof(*keys));
-  size_t vbytes = (size_t)want * s->ncpus * sizeof(struct nsl_slot_hist);
-  struct nsl_slot_hist *v =
-      malloc(vbytes <= ((size_t)4 << 20) ? vbytes : s->ncpus * sizeof(*v));
-  struct nsl_hist *per = calloc((size_t)s->ncpus, sizeof(*per));
-  bool batched = false;
-  /* Past 4 MiB of values (many slots on many CPUs) the rows are read one
-   * by one rather than holding all of them at once. */
-  if (keys && v && per && vbytes <= ((size_t)4 << 20)) {
-    __u32 out_batch = 0, count = want;
-    LIBBPF_OPTS(bpf_map_batch_opts, bo);
-    int err = bpf_map_lookup_batch(fd, NULL, &out_batch, keys, v, &count, &bo);
-    if (!err || errno == ENOENT) {
-      batched = true;
-      got = count;
-    }
-  }
+  int hook_at[NSL_NHOOKS]; /* the hook of each row of a slot, or -1 */
+  for (int p = 0; p < NSL_NHOOKS; p++)
+    hook_at[p] = -1;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    if (s->hooks[h].wanted && s->hooks[h].flavour >= 0)
+      hook_at[s->hook_pos[h]] = h;
+  /* Batched reads of the rows up to the highest slot in use (a lookup per
+   * slot and hook cost ~3 us each: 0.5 ms for 50 cgroups x 3 hooks), a
+   * batch at a time; one lookup per row where batches are not supported. */
+  size_t vsize = (size_t)s->stripes * sizeof(struct nsl_stripe);
+  __u32 want = (__u32)(top + 1) * s->nwanted_pos, per = batch_entries(vsize);
+  __u32 *keys = malloc(per * sizeof(*keys));
+  struct nsl_stripe *v = malloc(per * vsize);
   size_t n0 = n;
-  for (long long i = 0; v && per && i <= top; i++) {
-    if (!s->cgslots.slot[i].id)
-      continue;
-    for (__u32 h = 0; h < NSL_NHOOKS; h++) {
-      if (!s->hooks[h].wanted || s->hooks[h].flavour < 0)
-        continue;
-      __u32 k = (__u32)i * s->nwanted_pos + s->hook_pos[h];
-      const struct nsl_slot_hist *row;
-      if (batched) {
-        if (k >= got || keys[k] != k)
-          continue;
-        row = &v[(size_t)k * s->ncpus];
-      } else {
-        if (bpf_map_lookup_elem(fd, &k, v) != 0)
-          continue;
-        row = v;
-      }
-      for (int c = 0; c < s->ncpus; c++)
-        per[c] = row[c].h;
-      struct group_prev e = {
-          .key = {.group = s->cgslots.slot[i].id, .hook = h}};
-      nsl_sum_cpus(s->ncpus, per, &e.h);
-      n = add_row(cur, n0, n, &e);
+  __u32 done = 0, token = 0;
+  bool first = true, batched = keys && v;
+  while (batched && done < want) {
+    __u32 count = per;
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    int err = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, v,
+                                   &count, &bo);
+    if (err && errno != ENOENT) {
+      batched = done > 0; /* rows read so far are kept; the rest below */
+      break;
     }
+    first = false;
+    for (__u32 j = 0; j < count && keys[j] < want; j++)
+      n = slot_row(s, cur, n0, n, keys[j], (const struct nsl_stripe *)
+                   ((const char *)v + (size_t)j * vsize), hook_at, top);
+    done = count ? keys[count - 1] + 1 : want;
+    if (err)
+      break; /* the end of the array */
   }
+  for (__u32 k = batched ? done : 0; v && k < want; k++)
+    if (bpf_map_lookup_elem(fd, &k, v) == 0)
+      n = slot_row(s, cur, n0, n, k, v, hook_at, top);
   free(keys);
   free(v);
-  free(per);
   if (n != n0)
     qsort(cur, n, sizeof(*cur), cmp_gkey);
   return n;
@@ -177,117 +192,136 @@ static void group_inst(struct group_prev *cur, const struct group_prev *p,
   snprintf(cur->inst, sizeof(cur->inst), "%s-%s", hook, gname);
 }
 
-/* The group table one key at a time (bpf_map_get_next_key and a lookup
- * each): for a kernel or map where batched lookups fail. Returns the
- * number of entries read into *keys and *vals (grown as needed), or -1. */
-static ssize_t read_grouped_keys(const struct bpf_map *map, int fd,
-                                 struct nsl_group_key **keys,
-                                 struct nsl_hist **vals, size_t *cap,
-                                 size_t vsize) {
-  size_t n = 0, max = bpf_map__max_entries(map);
-  struct nsl_group_key k, next;
-  bool first = true;
-  while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0 && n <= max) {
-    first = false;
-    k = next;
-    if (n == *cap) {
-      struct nsl_group_key *k2 = realloc(*keys, 2 * *cap * sizeof(**keys));
-      if (!k2)
-        return -1;
-      *keys = k2;
-      struct nsl_hist *v2 = realloc(*vals, 2 * *cap * vsize);
-      if (!v2)
-        return -1;
-      *vals = v2;
-      *cap *= 2;
-    }
-    if (bpf_map_lookup_elem(fd, &next, (char *)*vals + n * vsize) == 0)
-      (*keys)[n++] = next; /* else deleted meanwhile */
+/* The group table as read: each entry's key and its value summed over
+ * its stripes, in the order read. */
+struct table_read {
+  struct nsl_group_key *keys;
+  struct nsl_hist *sums;
+  size_t n, cap;
+};
+
+static int table_add(const struct nsl_state *s, struct table_read *t,
+                     const struct nsl_group_key *k,
+                     const struct nsl_stripe *v) {
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    struct nsl_group_key *k2 = realloc(t->keys, cap * sizeof(*k2));
+    if (!k2)
+      return -1;
+    t->keys = k2;
+    struct nsl_hist *s2 = realloc(t->sums, cap * sizeof(*s2));
+    if (!s2)
+      return -1;
+    t->sums = s2;
+    t->cap = cap;
   }
-  return (ssize_t)n;
+  t->keys[t->n] = *k;
+  nsl_sum_stripes(s->stripes, v, &t->sums[t->n++]);
+  return 0;
 }
 
-/* The group table into *keys and *vals (grown as needed; the caller frees
- * them): batched, one key at a time where that fails (any error but the
- * end of the map or a bucket bigger than the room left). Returns the
- * number of entries, or -1 when both fail: this interval's grouped values
- * are then left out and the last ones kept as they are, so that the next
- * interval's counters go on from them (a group read only in part would go
- * backwards). */
-static ssize_t read_table(const struct nsl_state *s, int fd, size_t vsize,
-                          struct nsl_group_key **keys, struct nsl_hist **vals) {
-  size_t cap = 256, n = 0;
-  *keys = malloc(cap * sizeof(**keys));
-  *vals = malloc(cap * vsize);
-  if (!*keys || !*vals)
+/* The group table one key at a time (bpf_map_get_next_key and a lookup
+ * each): for a kernel or map where batched lookups fail. v: room for one
+ * value. Returns 0, or -1. */
+static int read_grouped_keys(const struct nsl_state *s, int fd,
+                             struct table_read *t, struct nsl_stripe *v) {
+  size_t max = bpf_map__max_entries(s->skel->maps.netstacklat_grouped_seconds);
+  struct nsl_group_key k, next;
+  bool first = true;
+  t->n = 0;
+  while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0 &&
+         t->n <= max) {
+    first = false;
+    k = next;
+    if (bpf_map_lookup_elem(fd, &next, v) == 0 && table_add(s, t, &next, v))
+      return -1; /* (else deleted meanwhile) */
+  }
+  return 0;
+}
+
+/* Grow the batch's room (keys and values) to per entries. */
+static int batch_room(struct nsl_group_key **keys, struct nsl_stripe **vals,
+                      __u32 per, size_t vsize) {
+  struct nsl_group_key *k2 = realloc(*keys, per * sizeof(**keys));
+  if (!k2)
     return -1;
-  __u32 out_batch = 0;
-  bool first = true, grow = false;
+  *keys = k2;
+  struct nsl_stripe *v2 = realloc(*vals, per * vsize);
+  if (!v2)
+    return -1;
+  *vals = v2;
+  return 0;
+}
+
+/* The group table into *t: batched, a batch at a time (READ_BATCH_BYTES),
+ * one key at a time where that fails (any error but the end of the map
+ * or a bucket bigger than the batch). Returns 0, or -1 when both fail:
+ * this interval's grouped values are then left out and the last ones
+ * kept as they are, so that the next interval's counters go on from them
+ * (a group read only in part would go backwards). */
+static int read_table(const struct nsl_state *s, int fd,
+                      struct table_read *t) {
+  size_t vsize = (size_t)s->stripes * sizeof(struct nsl_stripe);
+  __u32 per = batch_entries(vsize), token = 0;
+  struct nsl_group_key *keys = NULL;
+  struct nsl_stripe *vals = NULL;
+  if (batch_room(&keys, &vals, per, vsize)) {
+    free(keys);
+    return -1;
+  }
+  bool first = true;
   static bool warned_batch;
   bool batch = !test_switch(TEST_NO_BATCH);
   if (!batch && !warned_batch)
     E_INFO("netstacklat: EBPF_TEST_NO_BATCH: reading the group table one "
            "key at a time.");
   warned_batch = warned_batch || !batch;
-  for (;;) {
-    if (!batch) {
-      ssize_t r = read_grouped_keys(s->skel->maps.netstacklat_grouped_seconds,
-                                    fd, keys, vals, &cap, vsize);
-      if (r < 0)
-        E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
-                  "this interval's grouped values are left out.",
-                  ERRSTR(errno));
-      return r;
-    }
-    if (n == cap || grow) {
-      cap *= 2;
-      grow = false;
-      struct nsl_group_key *k2 = realloc(*keys, cap * sizeof(**keys));
-      if (!k2)
-        return -1;
-      *keys = k2;
-      struct nsl_hist *v2 = realloc(*vals, cap * vsize);
-      if (!v2)
-        return -1;
-      *vals = v2;
-    }
-    __u32 count = (__u32)(cap - n);
+  int ret = 0;
+  while (batch) {
+    __u32 count = per;
     LIBBPF_OPTS(bpf_map_batch_opts, bo);
-    int err =
-        bpf_map_lookup_batch(fd, first ? NULL : &out_batch, &out_batch,
-                             *keys + n, (char *)*vals + n * vsize, &count, &bo);
+    int err = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys,
+                                   vals, &count, &bo);
+    int e = errno;
     first = false;
-    n += count;
+    for (__u32 j = 0; j < count && ret == 0; j++)
+      ret = table_add(s, t, &keys[j],
+                      (const struct nsl_stripe *)((char *)vals + j * vsize));
+    if (ret || (err && e == ENOENT))
+      break; /* out of memory, or the end of the map */
     if (!err)
       continue;
-    if (errno == ENOENT)
-      break; /* end of map */
-    if (errno == ENOSPC) { /* a hash bucket bigger than the room left */
-      grow = true;
+    if (e == ENOSPC) { /* a hash bucket bigger than the batch */
+      per *= 2;
+      if ((ret = batch_room(&keys, &vals, per, vsize)) != 0)
+        break;
       continue;
     }
     if (!warned_batch)
       E_INFO("netstacklat: batched lookups of the group table failed (%s): "
              "reading it one key at a time.",
-             ERRSTR(errno));
+             ERRSTR(e));
     warned_batch = true;
     batch = false;
-    n = 0;
   }
-  return (ssize_t)n;
+  if (!batch && ret == 0 && (ret = read_grouped_keys(s, fd, t, vals)) != 0)
+    E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
+              "this interval's grouped values are left out.",
+              ERRSTR(errno));
+  free(keys);
+  free(vals);
+  return ret;
 }
 
-/* The n entries read, summed over the CPUs and sorted by key, with room
- * after them for the slots' rows (GroupBy cgroup); NULL when out of
- * memory. */
+/* The n entries read, sorted by key, with room after them for the slots'
+ * rows (GroupBy cgroup); NULL when out of memory. */
 static struct group_prev *sorted_entries(const struct nsl_state *s,
-                                         const struct nsl_group_key *keys,
-                                         const struct nsl_hist *vals, size_t n,
-                                         size_t vsize) {
+                                         const struct table_read *t) {
+  size_t n = t->n;
   bool slots = s->cgslots.slot != NULL;
   size_t room = n + (slots ? s->cgslots.nused * NSL_NHOOKS : 0);
   struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
-  /* Sort (key, index) pairs, not the ~400-byte entries. */
+  /* Sort (key, index) pairs, not the ~2 KB entries. */
   struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
   if (!cur || !order) {
     free(cur);
@@ -295,14 +329,11 @@ static struct group_prev *sorted_entries(const struct nsl_state *s,
     return NULL;
   }
   for (size_t i = 0; i < n; i++)
-    order[i] = (struct gkey_at){keys[i], i};
+    order[i] = (struct gkey_at){t->keys[i], i};
   qsort(order, n, sizeof(*order), cmp_gkey);
   for (size_t i = 0; i < n; i++) {
     cur[i].key = order[i].key;
-    nsl_sum_cpus(
-        s->ncpus,
-        (const struct nsl_hist *)((const char *)vals + order[i].at * vsize),
-        &cur[i].h);
+    cur[i].h = t->sums[order[i].at];
   }
   free(order);
   return cur;
@@ -470,17 +501,14 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
   nsl_slots_tick(&s->cgslots, now);
   newnames_tick(&s->names, now);
   int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
-  size_t vsize = sizeof(struct nsl_hist) * (size_t)s->ncpus;
-  struct nsl_group_key *keys = NULL;
-  struct nsl_hist *vals = NULL;
-  ssize_t got = read_table(s, fd, vsize, &keys, &vals);
+  struct table_read t = {0};
   struct group_prev *cur =
-      got < 0 ? NULL : sorted_entries(s, keys, vals, (size_t)got, vsize);
-  free(keys);
-  free(vals);
+      read_table(s, fd, &t) == 0 ? sorted_entries(s, &t) : NULL;
+  size_t n = t.n;
+  free(t.keys);
+  free(t.sums);
   if (!cur)
     return;
-  size_t n = (size_t)got;
   if (s->cgslots.slot)
     n = cg_slots_merge(s, cur, n);
   if (s->cfg.groupby == NSL_GROUP_INTERFACE) {

@@ -86,6 +86,9 @@ struct nsl_state {
   struct netstacklat_bpf *skel;
   struct hook_state hooks[NSL_NHOOKS];
   int ncpus;
+  /* GroupBy's stripes per value (struct nsl_stripe): the possible CPUs
+   * rounded up to a power of two, at most NSL_STRIPES_MAX. */
+  int stripes;
   int ts_sock; /* the SO_TIMESTAMPING socket, or -1 */
   struct netns netns;
   /* "Now" in BPF: the clock chosen at init, plus REALTIME minus that
@@ -186,6 +189,10 @@ void nsl_set_clock_offset(struct nsl_state *s);
  * the BPF side counts them). */
 void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
                   struct nsl_hist *out);
+
+/* out: the sum of a GroupBy value's n stripes (struct nsl_stripe). */
+void nsl_sum_stripes(int n, const struct nsl_stripe *restrict v,
+                     struct nsl_hist *restrict out);
 
 /* One hook's or group's values: its histogram now against the last
  * read's (before), under vl's identity (vl_prepare()); le[]: its

@@ -141,6 +141,29 @@ static void set_settings(struct nsl_state *s) {
   nsl_set_clock_offset(s);
 }
 
+/* GroupBy's values: S stripes (struct nsl_stripe), a CPU writing stripe
+ * cpu & (S - 1); CPUs share stripes, adding atomically, only past
+ * NSL_STRIPES_MAX possible CPUs (or with EBPF_TEST_STRIPES). */
+static void size_stripes(struct nsl_state *s) {
+  struct netstacklat_bpf *skel = s->skel;
+  __u32 value = (__u32)s->stripes * NSL_STRIPE_SIZE;
+  skel->rodata->targ_stripe_mask = (__u32)s->stripes - 1;
+  skel->rodata->targ_stripes_shared = s->ncpus > s->stripes;
+  bpf_map__set_value_size(skel->maps.netstacklat_grouped_seconds, value);
+  bpf_map__set_value_size(skel->maps.netstacklat_cgroup_slots, value);
+}
+
+static int stripes_for(int ncpus) {
+  const char *t = test_switch(TEST_STRIPES);
+  int v = t ? atoi(t) : 0;
+  if (v >= 1 && v <= NSL_STRIPES_MAX && !(v & (v - 1)))
+    return v;
+  int n = 1;
+  while (n < ncpus && n < NSL_STRIPES_MAX)
+    n <<= 1;
+  return n;
+}
+
 /* The group table, and the Cgroup filter's maps for the way chosen at
  * init. */
 static void size_cgroup_maps(struct nsl_state *s) {
@@ -148,7 +171,7 @@ static void size_cgroup_maps(struct nsl_state *s) {
   struct netstacklat_bpf *skel = s->skel;
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
-   * Preallocated per CPU: entries x CPUs x NSL_HIST_SIZE (1,680) bytes. */
+   * Preallocated: entries x stripes x NSL_STRIPE_SIZE (1,728) bytes. */
   __u32 nwanted = 0;
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += s->hooks[h].wanted;
@@ -212,6 +235,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
     return NULL;
   *skel_out = s->skel;
   set_settings(s);
+  size_stripes(s);
   size_cgroup_maps(s);
   size_slot_maps(s);
   if (!s->cfg.nifaces)
@@ -223,7 +247,7 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
  * event: where an event that finds the table full is counted. */
 static void make_other_entries(struct nsl_state *s) {
   int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
-  struct nsl_hist *zero = calloc((size_t)s->ncpus, sizeof(*zero));
+  struct nsl_stripe *zero = calloc((size_t)s->stripes, sizeof(*zero));
   for (__u32 h = 0; zero && h < NSL_NHOOKS; h++) {
     struct nsl_group_key k = {.group = NSL_GROUP_OTHER, .hook = h};
     if (s->hooks[h].wanted &&
@@ -253,7 +277,7 @@ static int nsl_load(void *ctx) {
   if (!err && s->cgslots.slot)
     nsl_slots_bind(&s->cgslots,
                    bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_index), s->ncpus,
+                   bpf_map__fd(skel->maps.netstacklat_cgroup_index), s->stripes,
                    s->nwanted_pos);
   if (!err && s->cfg.groupby)
     make_other_entries(s);
@@ -498,6 +522,7 @@ int nsl_prepare(struct nsl_state *s) {
     E_WARNING("netstacklat: cannot count CPUs: %s", ERRSTR(s->ncpus));
     return s->ncpus ? s->ncpus : -EINVAL;
   }
+  s->stripes = stripes_for(s->ncpus);
   want_hooks(s);
   bool cg_storage = false, cg_hash = false, cg_anc = false;
   if (by_cgroup) {

@@ -49,10 +49,11 @@ void nsl_other_add(struct nsl_state *s, __u32 hook, const struct nsl_hist *now,
 void nsl_other_gone(struct nsl_state *s, int fd, const struct nsl_group_key *k,
                     const struct nsl_hist *now, const struct nsl_hist *before) {
   bool slot = s->cgslots.slot && nsl_slots_find(&s->cgslots, k->group) >= 0;
-  struct nsl_hist *v = slot ? NULL : calloc((size_t)s->ncpus, sizeof(*v));
+  struct nsl_stripe *v =
+      slot ? NULL : calloc((size_t)s->stripes, sizeof(*v));
   struct nsl_hist fin;
   if (v && bpf_map_lookup_and_delete_elem(fd, k, v) == 0) {
-    nsl_sum_cpus(s->ncpus, v, &fin);
+    nsl_sum_stripes(s->stripes, v, &fin);
     if (fin.count >= now->count && fin.sum_ns >= now->sum_ns)
       now = &fin;
   } else {

@@ -17,6 +17,10 @@ _Static_assert(NSL_NFINE == HIST_NFINE && NSL_SUB_BITS == HIST_SUB_BITS &&
 _Static_assert(sizeof(struct nsl_hist) == NSL_HIST_SIZE,
                "struct nsl_hist changed size: update NSL_HIST_SIZE and the "
                "memory figures in the README and docs");
+_Static_assert(sizeof(struct nsl_stripe) == NSL_STRIPE_SIZE &&
+                   NSL_STRIPE_SIZE % 64 == 0,
+               "struct nsl_stripe: a whole number of cache lines, as the "
+               "memory figures in the README and docs say");
 
 static const char *const skip_names[NSL_NSKIPS] = {
     "skipped-no_timestamp", "skipped-not_rx_timestamp", "skipped-future",
@@ -28,6 +32,23 @@ void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
   memset(out, 0, sizeof(*out));
   for (int c = 0; c < ncpus; c++) {
     const struct nsl_hist *h = &percpu[c];
+    for (int k = 0; k < NSL_NFINE; k++)
+      out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
+    out->sum_ns += h->sum_ns;
+    out->count += h->count;
+    for (int r = 0; r < NSL_NSKIPS; r++)
+      out->skipped[r] += h->skipped[r];
+  }
+}
+
+/* restrict: out is never in v, so the bucket loop is vectorized at -O2
+ * (16 stripes x 903 entries of a full table, 5.8 million additions a
+ * read). */
+void nsl_sum_stripes(int n, const struct nsl_stripe *restrict v,
+                     struct nsl_hist *restrict out) {
+  memset(out, 0, sizeof(*out));
+  for (int c = 0; c < n; c++) {
+    const struct nsl_hist *restrict h = &v[c].h;
     for (int k = 0; k < NSL_NFINE; k++)
       out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
     out->sum_ns += h->sum_ns;

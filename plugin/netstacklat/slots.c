@@ -25,10 +25,10 @@ int nsl_slots_alloc(struct nsl_slots *s, long long max, uint32_t index_size) {
 }
 
 void nsl_slots_bind(struct nsl_slots *s, int slots_fd, int index_fd,
-                    int ncpus, uint32_t rows) {
+                    int stripes, uint32_t rows) {
   s->slots_fd = slots_fd;
   s->index_fd = index_fd;
-  s->ncpus = ncpus;
+  s->stripes = stripes;
   s->rows = rows;
 }
 
@@ -45,12 +45,12 @@ void nsl_slots_tick(struct nsl_slots *s, double now) {
 }
 
 /* Write a slot's rows (every loaded hook): zero counts, the given owner
- * (the cgroup id's low bits; 0: free) on every CPU. */
+ * (the cgroup id's low bits; 0: free) in every stripe. */
 static int slot_reset(struct nsl_slots *s, long long slot, uint64_t id) {
-  struct nsl_slot_hist *v = calloc((size_t)s->ncpus, sizeof(*v));
+  struct nsl_stripe *v = calloc((size_t)s->stripes, sizeof(*v));
   if (!v)
     return -ENOMEM;
-  for (int c = 0; c < s->ncpus; c++)
+  for (int c = 0; c < s->stripes; c++)
     v[c].owner = id & NSL_SLOT_ID_MASK;
   int err = 0;
   for (uint32_t p = 0; p < s->rows && !err; p++) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* netstacklat's GroupBy cgroup slots, user space's side: MaxGroups slots
- * of per-CPU histogram rows (one row per loaded hook) in the BPF array
+ * of striped histogram rows (one row per loaded hook) in the BPF array
  * netstacklat_cgroup_slots, and the group index (netstacklat_cgroup_index)
  * through which the BPF side finds a cgroup's slot by its id with array
  * lookups only. This module gives a slot to a cgroup that has events,
@@ -43,7 +43,7 @@ struct nsl_slots {
   uint32_t index_size;
   /* Bound after the BPF object loaded: */
   int slots_fd, index_fd;
-  int ncpus;
+  int stripes; /* per row (struct nsl_stripe) */
   uint32_t rows; /* hooks loaded: rows per slot */
   /* The read under way (nsl_slots_tick()): its number and time. */
   uint32_t reads;
@@ -57,7 +57,7 @@ struct nsl_slots {
 
 int nsl_slots_alloc(struct nsl_slots *s, long long max, uint32_t index_size);
 void nsl_slots_bind(struct nsl_slots *s, int slots_fd, int index_fd,
-                    int ncpus, uint32_t rows);
+                    int stripes, uint32_t rows);
 void nsl_slots_free(struct nsl_slots *s);
 /* A new read, at monotonic time now (seconds). */
 void nsl_slots_tick(struct nsl_slots *s, double now);

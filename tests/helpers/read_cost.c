@@ -21,6 +21,20 @@ static double wall_now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A line of /proc/self/status, in kB (VmRSS, VmHWM). */
+static long status_kb(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  size_t n = strlen(key);
+  while (f && fgets(line, sizeof(line), f))
+    if (!strncmp(line, key, n) && line[n] == ':')
+      v = atol(line + n + 1);
+  if (f)
+    fclose(f);
+  return v;
+}
+
 static oconfig_item_t *child(oconfig_item_t *parent, const char *key) {
   for (int i = 0; i < parent->children_num; i++)
     if (!strcmp(parent->children[i].key, key))
@@ -75,6 +89,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   double t_init = cpu_now() - t0;
+  /* The peak RSS of the reads alone: the peak is reset after init (5 to
+   * clear_refs, Linux 4.0+). */
+  FILE *cr = fopen("/proc/self/clear_refs", "w");
+  if (cr) {
+    fputs("5", cr);
+    fclose(cr);
+  }
+  long rss_init = status_kb("VmRSS");
   if (argc == 4) {
     printf("ready\n");
     fflush(stdout);
@@ -102,9 +124,11 @@ int main(int argc, char **argv) {
   }
   printf("init_cpu_ms=%.3f\nread_cpu_ms_mean=%.4f\nread_cpu_ms_max=%.4f\n"
          "read_cpu_ms_first=%.4f\nread_cpu_ms_max_warm=%.4f\n"
-         "read_wall_ms_mean_warm=%.4f\nvalues_per_read=%d\n",
+         "read_wall_ms_mean_warm=%.4f\nvalues_per_read=%d\n"
+         "rss_init_kb=%ld\nrss_hwm_kb=%ld\n",
          t_init * 1e3, total / rounds * 1e3, worst * 1e3, first * 1e3,
-         warm * 1e3, rounds > 1 ? wall_warm / (rounds - 1) * 1e3 : 0, values);
+         warm * 1e3, rounds > 1 ? wall_warm / (rounds - 1) * 1e3 : 0, values,
+         rss_init, status_kb("VmHWM"));
   ebpf_shutdown();
   mock_ci_free(root);
   return 0;

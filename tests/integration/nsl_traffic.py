@@ -39,6 +39,8 @@
                                  802.1ad), each with VLAN ID 0, which the
                                  receiver takes out without a VLAN device
   stream-udp ADDR PORT SECONDS   send datagrams for SECONDS, ~20 per ms
+  blast-udp ADDR PORT N CPU      send N datagrams of 64 bytes pinned to CPU,
+                                 back to back (two CPUs on one group at once)
   proxy-tcp ADDR PORT M DELAY_MS CPU
                                  a proxy's loop pinned to CPU: accept two
                                  connections; M times: read the first's
@@ -198,6 +200,11 @@ def main():
             for _ in range(20):
                 s.sendto(b"s" * 64, (addr, port))
             time.sleep(0.001)
+    elif cmd == "blast-udp":
+        os.sched_setaffinity(0, {int(sys.argv[5])})
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        for _ in range(n):
+            s.sendto(b"b" * 64, (addr, port))
     elif cmd in ("send-udp", "pace-udp"):
         if cmd == "pace-udp":
             os.sched_setaffinity(0, {int(sys.argv[5])})

@@ -1,6 +1,6 @@
 /* netstacklat's GroupBy cgroup slots (plugin/netstacklat/slots.c) against real BPF
- * maps of the programs' layout (as root): a cgroup given a slot owns it on
- * every CPU with zero counts and is found through the group index at its
+ * maps of the programs' layout (as root): a cgroup given a slot owns it in
+ * every stripe with zero counts and is found through the group index at its
  * hash position; a freed slot's index entry is cleared first and the slot
  * is not given again within the read that freed it nor before the grace
  * period, and when it is, a late write of the old owner is wiped; all
@@ -14,15 +14,13 @@
 #include <errno.h>
 #include <unistd.h>
 
-static int ncpu;
+/* Stripes per value (struct nsl_stripe): as on a host of 4 CPUs. */
+static int ncpu = 4;
 
 static int maps(struct nsl_slots *s, long long max, uint32_t rows,
                 uint32_t isize) {
-  ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) /* no /sys (a package build's chroot): no CPU count */
-    return 1;
-  int sfd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "t_slots", 4,
-                           sizeof(struct nsl_slot_hist),
+  int sfd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_slots", 4,
+                           ncpu * sizeof(struct nsl_stripe),
                            (uint32_t)max * rows, NULL);
   int ifd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_index", 4,
                            sizeof(struct nsl_cg_index), isize, NULL);
@@ -49,10 +47,10 @@ static void unmap(struct nsl_slots *s) {
   nsl_slots_free(s);
 }
 
-/* Every CPU's row r of slot i: its owner, and whether its counts are 0. */
+/* Every stripe's row r of slot i: its owner, and whether its counts are 0. */
 static int row(struct nsl_slots *s, long long i, uint32_t r, uint64_t *owner,
                bool *zero) {
-  struct nsl_slot_hist v[ncpu];
+  struct nsl_stripe v[ncpu];
   uint32_t k = (uint32_t)i * s->rows + r;
   if (bpf_map_lookup_elem(s->slots_fd, &k, v))
     return -1;
@@ -115,7 +113,7 @@ DEF_TEST(give_find_free_grace) {
   CHECK_EQ_INT(-2, (int)nsl_slot_give(&s, c)); /* within the second */
   /* A BPF program that found a's slot before the index was cleared writes
    * its add late: wiped when the slot is given. */
-  struct nsl_slot_hist late[ncpu];
+  struct nsl_stripe late[ncpu];
   memset(late, 0, sizeof(late));
   for (int k = 0; k < ncpu; k++) {
     late[k].owner = a & NSL_SLOT_ID_MASK;

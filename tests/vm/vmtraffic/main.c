@@ -37,6 +37,11 @@
  *       the smallest SO_RCVBUF that never reads (Udp RcvbufErrors). Prints
  *       "drops KIND sent S": the datagrams sent, or the connections
  *       refused.
+ *   vmtraffic groups N CGDIR SECONDS
+ *       N processes, each in a new cgroup CGDIR/g<i> ("-": none) and a
+ *       network namespace of its own with lo up, each sending itself a
+ *       UDP datagram and a TCP message every second (groups.c). Prints
+ *       "groups N" once all are started.
  *   vmtraffic stall PORT BYTES IDLE SECONDS
  *       A stalled receiver and idle sockets over 127.0.0.1: IDLE idle
  *       connections to PORT, then one more whose peer sends BYTES that
@@ -124,11 +129,13 @@ int main(int argc, char **argv) {
     return stall(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
   if (argc == 5 && !strcmp(argv[1], "vlan"))
     return vlan(atoi(argv[2]), atoi(argv[3]), argv[4]);
+  if (argc == 5 && !strcmp(argv[1], "groups"))
+    return groups(atoi(argv[2]), argv[3], atoi(argv[4]));
   if (argc == 6 && !strcmp(argv[1], "qcheck"))
     return qcheck(argv[2], argv[3], atof(argv[4]), atoll(argv[5]));
   fprintf(stderr, "usage: vmtraffic udp ADDR PORT N | "
                   "tcp ADDR PORT M DELAY_MS|SHAPE GAP_MS | qcheck DIR READS T0 BASE | clamp PORT SECONDS [CPU] | "
                   "conc PORT FLOWS N block|spin | drops udp|tcp|rcvbuf PORT N | "
-                  "stall PORT BYTES IDLE SECONDS | vlan PORT N TAGS\n");
+                  "stall PORT BYTES IDLE SECONDS | vlan PORT N TAGS | groups N CGDIR SECONDS\n");
   return 2;
 }

@@ -25,5 +25,6 @@ int stall(int port, int bytes, int idle, int seconds);            /* window.c */
 int conc(int port, int flows, int n, int spin);                   /* conc.c */
 int drops(const char *kind, int port, int n);                     /* drops.c */
 int vlan(int port, int n, const char *tags);                      /* vlan.c */
+int groups(int n, const char *cgdir, int seconds);                /* groups.c */
 
 #endif
