@@ -59,11 +59,17 @@ has_flavour() { # hook flavour
 }
 
 # ------------------------------------------------------------ csv values
+# One awk each, not a pipe of four programs: a process costs the guest
+# milliseconds of emulated CPU, and the checks read thousands of values
+# (no file matched: awk stops at the literal name, and prints nothing).
 val() { # plugin-instance type-instance -> latest value
-  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
-    grep '^[0-9]' | tail -n 1 | cut -d, -f2
+  awk -F, '/^[0-9]/ { v = $2 } END { print v }' \
+    "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null
 }
-nvals() { cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null | grep -c '^[0-9]'; }
+nvals() {
+  nv=$(awk '/^[0-9]/ { n++ } END { print n + 0 }' "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null)
+  echo "${nv:-0}"
+}
 ops() { v=$(val "netstacklat-$1" operations); echo "${v:-0}"; }
 seen() { # measured plus skipped for any reason
   s=$(ops "$1")
@@ -81,7 +87,10 @@ snapshot() { # every attached hook's operations counter, one line
 # How many values the plugin has dispatched so far: lines of every hook's
 # flavour gauge (ebpf/<feature>-<hook>/gauge-flavour, dispatched at every
 # read for each wanted hook, attached or not). It grows at each read.
-dispatches() { cat "$CSV"/*/ebpf-*-*/gauge-flavour-* 2>/dev/null | grep -c '^[0-9]'; }
+dispatches() {
+  nd=$(awk '/^[0-9]/ { n++ } END { print n + 0 }' "$CSV"/*/ebpf-*-*/gauge-flavour-* 2>/dev/null)
+  echo "${nd:-0}"
+}
 next_read() { # wait until the plugin has dispatched once more (4 s at most)
   nr0=$(dispatches)
   nr=0
