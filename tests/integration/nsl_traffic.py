@@ -9,6 +9,14 @@
                                  reader sizing its buffer does
   send-udp ADDR PORT N           send N datagrams of 64 bytes, print the
                                  sending port after the first
+  recv-udp-many ADDR JSON        recv-udp for several sockets at once: JSON
+                                 is [[PORT, N, CGDIR], ...]; each socket is
+                                 made with the process in cgroup directory
+                                 CGDIR ("": where it started; a socket's
+                                 cgroup is its maker's at socket(2)), then
+                                 the process goes back; receives N on each,
+                                 prints the counts (JSON)
+  send-udp-many ADDR JSON        send-udp to each [PORT, N] of JSON in turn
   spin-udp ADDR PORT N CPU       receive N datagrams pinned to CPU, spinning
                                  on non-blocking reads (a reader that takes
                                  each datagram the moment it is queued)
@@ -123,7 +131,55 @@ def send_vlan(addr, port, n, iface, dst_mac, tags):
         time.sleep(0.0005)
 
 
+def move_to(cgdir):
+    with open(os.path.join(cgdir, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def home_cgroup():
+    """The cgroup v2 directory this process is in."""
+    with open("/proc/self/mountinfo") as f:
+        root = next(l.split(" - ")[0].split()[4] for l in f
+                    if l.split(" - ")[1].split()[0] == "cgroup2")
+    with open("/proc/self/cgroup") as f:
+        rel = next(l for l in f if l.startswith("0::")).strip()[3:]
+    return root + rel
+
+
+def recv_udp_many(addr, specs):
+    fam, home, socks = family(addr), home_cgroup(), []
+    for port, n, cgdir in specs:
+        if cgdir:
+            move_to(cgdir)
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        if cgdir:
+            move_to(home)
+        s.bind((addr, port))
+        socks.append([s, n, 0])
+    print("ready", flush=True)
+    end = time.monotonic() + 20
+    while any(got < n for _, n, got in socks):
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        for s in select.select([s for s, n, got in socks if got < n], [], [], left)[0]:
+            s.recv(2048)
+            next(x for x in socks if x[0] is s)[2] += 1
+    print(json.dumps([got for _, _, got in socks]), flush=True)
+    if any(got < n for _, n, got in socks):
+        sys.exit("recv-udp-many: timed out")
+
+
 def main():
+    if sys.argv[1] == "recv-udp-many":
+        return recv_udp_many(sys.argv[2], json.loads(sys.argv[3]))
+    if sys.argv[1] == "send-udp-many":
+        s = socket.socket(family(sys.argv[2]), socket.SOCK_DGRAM)
+        for port, n in json.loads(sys.argv[3]):
+            for _ in range(n):
+                s.sendto(b"u" * 64, (sys.argv[2], port))
+                time.sleep(0.0005)
+        return
     cmd, addr, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     fam = family(addr)
     if cmd == "recv-udp":
