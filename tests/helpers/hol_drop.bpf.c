@@ -13,7 +13,17 @@
  *
  * Only segments with a payload to dport count; the nth of them (from 1) is
  * lost, and any later one starting at the same sequence number while the
- * hold lasts. Read by tests/helpers/holtraffic.c through its skeleton. */
+ * hold lasts, and while data behind the hole got through less than
+ * QUIET_NS ago (see below). Read by tests/helpers/holtraffic.c through its
+ * skeleton.
+ *
+ * It is also the witness of what arrived out of order: the data segments it
+ * let through from the loss on, in the order they came (segs; isn, the
+ * SYN's sequence number, tells their stream offsets), from which
+ * holtraffic tells the data that arrived beyond a hole (it waited there)
+ * from the data that arrived in order. Not all of the data sent behind the
+ * lost segment waited: a sender descheduled for longer than the hold (seen
+ * in a loaded TCG guest) sends the rest after the hole was filled. */
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
@@ -22,10 +32,32 @@ const volatile __u16 targ_dport = 0;
 const volatile __u32 targ_nth = 1;
 const volatile __u64 targ_hold_ns = 300000000ULL;
 
+/* A retransmission of the lost segment gets through only once no data
+ * behind the hole got through for this long: the data that passed here
+ * before it has then reached TCP before it too (on lo each packet is
+ * received on the CPU that sent it, and a CPU of a loaded TCG guest can
+ * stall between this program and TCP), so the witness's order is TCP's. */
+#define QUIET_NS 50000000ULL
+
 __u64 data_segs = 0; /* data segments to dport seen (up to the loss) */
 __u64 dropped = 0;   /* segments lost on purpose */
 __u64 first_drop_ns = 0;
 __u32 lost_seq = 0;
+__u32 isn = 0; /* the SYN's sequence number: stream offset 0 is isn + 1 */
+__u64 last_ofo_ns = 0; /* when data behind the hole last got through */
+__u64 filled_ns = 0;   /* when a retransmission filled the hole */
+/* The data segments let through from the loss on, in their order here (a
+ * queue: pushed under its lock, from any CPU); lost_segs, those that did
+ * not fit. */
+struct hol_seg {
+  __u32 seq, len;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_QUEUE);
+  __uint(max_entries, 256);
+  __type(value, struct hol_seg);
+} segs SEC(".maps");
+__u64 lost_segs = 0;
 
 SEC("xdp")
 int hol_drop(struct xdp_md *ctx) {
@@ -53,9 +85,12 @@ int hol_drop(struct xdp_md *ctx) {
   struct tcphdr *th = l4;
   if ((void *)(th + 1) > end || bpf_ntohs(th->dest) != targ_dport)
     return XDP_PASS;
+  __u32 seq = bpf_ntohl(th->seq);
+  if (th->syn && !th->ack)
+    isn = seq;
   if (l3len <= th->doff * 4u) /* no payload: handshake, ACK, FIN */
     return XDP_PASS;
-  __u32 seq = bpf_ntohl(th->seq);
+  __u32 len = l3len - th->doff * 4u;
   __u64 now = bpf_ktime_get_ns();
   if (!first_drop_ns) {
     if (++data_segs != targ_nth)
@@ -65,10 +100,21 @@ int hol_drop(struct xdp_md *ctx) {
     dropped++;
     return XDP_DROP;
   }
-  if (seq == lost_seq && now - first_drop_ns < targ_hold_ns) {
-    dropped++;
-    return XDP_DROP;
+  if (!filled_ns) {
+    if (seq == lost_seq) {
+      if (now - first_drop_ns < targ_hold_ns ||
+          (last_ofo_ns && (__s64)(now - last_ofo_ns) < (__s64)QUIET_NS)) {
+        dropped++;
+        return XDP_DROP;
+      }
+      filled_ns = now;
+    } else {
+      last_ofo_ns = now;
+    }
   }
+  struct hol_seg sg = {seq, len};
+  if (bpf_map_push_elem(&segs, &sg, 0))
+    lost_segs++;
   return XDP_PASS;
 }
 

@@ -28,27 +28,34 @@
  * behind it, for the reader only. Prints
  *
  *   reads=R fast=F slow=S unstamped=U max_ms=X drops=D ofo=O retrans=T
- *   before=B hole=H behind=A late=L behind_min_ms=X behind_max_ms=Y
- *   kept_max_ms=K
+ *   before=B hole=H behind=A late=L waited=W behind_min_ms=X
+ *   behind_max_ms=Y kept_max_ms=K ofo_bytes=Z
  *   skbs=K skbs_behind=M
  *
  * before, hole, behind, late: the reads of a message sent before the lost
- * one, of the lost one, of those sent behind it (they waited behind the
- * hole), of the late ones; behind_*_ms: the latency range of the reads
- * behind the hole; kept_max_ms: the largest latency of the other reads
- * (the kernel merges the data behind the hole into the skb of the
- * retransmission that fills it, with the newer receive time: the read of
- * the lost message may then carry the wait behind the hole, by the
- * kernel's own timestamp); skbs: the skbs read (the kernel merges adjacent
+ * one, of the lost one, of those sent behind it, of the late ones (by
+ * content). waited: the reads whose data ends in data that arrived out of
+ * order (ofo_bytes of it), which waited behind a hole: the drop program
+ * lists the segments it let through from the loss on, in their order,
+ * and they are replayed here as TCP reassembles them (a segment that
+ * starts beyond the data in order so far arrived out of order). Usually
+ * the N_AFTER messages; fewer when the sender was descheduled for longer
+ * than the hold (seen in a loaded TCG guest) and sent the rest after the
+ * hole was filled: that data arrived in order and waited for nothing.
+ * behind_*_ms: the latency range of the reads that waited; kept_max_ms:
+ * the largest latency of the other reads (the kernel merges the data
+ * behind the hole into the skb of the retransmission that fills it, with
+ * the newer receive time: the read of the lost message may then carry the
+ * wait behind the hole, by the kernel's own timestamp); skbs: the skbs read (the kernel merges adjacent
  * segments that wait in a queue into one skb, with the newest receive
  * time: consecutive reads with the same kernel timestamp read one skb),
- * skbs_behind: those whose data ends behind the hole (what a per-skb hook
- * sees).
+ * skbs_behind: those whose data ends in the data that waited behind the
+ * hole (what a per-skb hook sees).
  *
  * drops: the segments the XDP program lost; ofo, retrans: this network
  * namespace's TcpExt TCPOFOQueue and Tcp RetransSegs over the run (the
  * kernel's witnesses that there was a hole). Exit status 0 when every
- * byte arrived. */
+ * byte arrived and the drop program kept every segment after the loss. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,6 +63,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +73,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
 #include "hol_drop.skel.h"
+
+#define HOL_SEGS 256 /* the drop program's queue of segments */
 
 #define MSG 100
 
@@ -281,11 +292,19 @@ int main(int argc, char **argv) {
 
   unsigned long want = (unsigned long)(n_before + 1 + n_after + n_late) * MSG;
   unsigned long got = 0;
+  bool witness_ok = true;
   int reads = 0, fast = 0, slow = 0, unstamped = 0;
-  int before = 0, hole = 0, behind = 0, late = 0, skbs = 0, skbs_behind = 0;
-  struct timespec last_ts = {-1, 0};
-  char last_class = 0;
-  double max_ms = 0, behind_min = -1, behind_max = -1, kept_max = 0;
+  int before = 0, hole = 0, behind = 0, late = 0;
+  /* Per read, for the classification by arrival at the end: where its
+   * data ends in the stream, its kernel receive time, its latency. */
+  struct rd {
+    unsigned long end;
+    struct timespec ts;
+    double ms;
+  } *rds = calloc(want, sizeof(*rds));
+  if (!rds)
+    die("calloc");
+  double max_ms = 0;
   static char buf[1 << 16];
   if (lag_ms) {
     /* Until everything up to the late messages is in order in the
@@ -318,13 +337,8 @@ int main(int argc, char **argv) {
         memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
         ms = (t - (ts.tv_sec + ts.tv_nsec / 1e9)) * 1e3;
       }
-    if (ts.tv_sec != last_ts.tv_sec || ts.tv_nsec != last_ts.tv_nsec) {
-      /* A new skb: the previous one ended with the previous read. */
-      skbs++;
-      skbs_behind += last_class == 'a';
-      last_ts = ts;
-    }
-    last_class = buf[n - 1];
+    if ((unsigned long)reads <= want)
+      rds[reads - 1] = (struct rd){got, ts, ms};
     if (ms < 0)
       unstamped++;
     else if (ms >= hold_ms / 2.0)
@@ -333,8 +347,6 @@ int main(int argc, char **argv) {
       fast++;
     if (ms > max_ms)
       max_ms = ms;
-    if (buf[n - 1] != 'a' && ms > kept_max)
-      kept_max = ms;
     switch (buf[n - 1]) {
     case 'b':
       before++;
@@ -344,10 +356,6 @@ int main(int argc, char **argv) {
       break;
     case 'a':
       behind++;
-      if (behind_min < 0 || ms < behind_min)
-        behind_min = ms;
-      if (ms > behind_max)
-        behind_max = ms;
       break;
     default:
       late++;
@@ -358,7 +366,74 @@ int main(int argc, char **argv) {
     if (write(pipefd[1], &got, sizeof(got)) != sizeof(got))
       die("pipe write");
   }
-  skbs_behind += last_class == 'a';
+  /* The data that arrived out of order, in stream offsets: the segments
+   * let through from the loss on, replayed in their order from the lost
+   * one's offset as TCP reassembles them. A read (or skb) waited behind a
+   * hole when its data ends in such a range: (start, end]. */
+  const struct hol_drop_bpf__bss *wb = skel->bss;
+  struct {
+    unsigned long start, end;
+  } ofo[HOL_SEGS];
+  int nofo = 0;
+  unsigned long ofo_bytes = 0;
+  unsigned long nxt = (__u32)(wb->lost_seq - wb->isn - 1);
+  if (wb->lost_segs) {
+    fprintf(stderr, "holtraffic: %llu segments after the loss not kept: no witness\n",
+            (unsigned long long)wb->lost_segs);
+    witness_ok = false;
+  }
+  struct {
+    __u32 seq, len;
+  } sg;
+  while (wb->first_drop_ns &&
+         !bpf_map_lookup_and_delete_elem(bpf_map__fd(skel->maps.segs), NULL, &sg)) {
+    unsigned long s0 = (__u32)(sg.seq - wb->isn - 1), e0 = s0 + sg.len;
+    if (s0 > nxt) {
+      ofo[nofo].start = s0;
+      ofo[nofo++].end = e0;
+      ofo_bytes += e0 - s0;
+      continue;
+    }
+    if (e0 > nxt)
+      nxt = e0;
+    for (bool more = true; more;) { /* what waited beyond it is in order now */
+      more = false;
+      for (int j = 0; j < nofo; j++)
+        if (ofo[j].start <= nxt && ofo[j].end > nxt) {
+          nxt = ofo[j].end;
+          more = true;
+        }
+    }
+  }
+  if (getenv("HOL_VERBOSE"))
+    for (int j = 0; j < nofo; j++)
+      fprintf(stderr, "arrived out of order: stream bytes [%lu, %lu)\n",
+              ofo[j].start, ofo[j].end);
+  int waited = 0, skbs = 0, skbs_behind = 0;
+  double behind_min = -1, behind_max = -1, kept_max = 0;
+  int nr = reads < (int)want ? reads : (int)want;
+  for (int i = 0; i < nr; i++) {
+    const struct rd *r = &rds[i];
+    bool w = false;
+    for (int j = 0; j < nofo; j++)
+      w |= r->end > ofo[j].start && r->end <= ofo[j].end;
+    waited += w;
+    if (w) {
+      if (behind_min < 0 || r->ms < behind_min)
+        behind_min = r->ms;
+      if (r->ms > behind_max)
+        behind_max = r->ms;
+    } else if (r->ms > kept_max) {
+      kept_max = r->ms;
+    }
+    /* The last read of an skb: the next read has another receive time. */
+    if (i + 1 == nr || rds[i + 1].ts.tv_sec != r->ts.tv_sec ||
+        rds[i + 1].ts.tv_nsec != r->ts.tv_nsec) {
+      skbs++;
+      skbs_behind += w;
+    }
+  }
+  free(rds);
   int st = 0;
   waitpid(child, &st, 0);
   close(c);
@@ -373,11 +448,15 @@ int main(int argc, char **argv) {
   long long rtx1 = kcounter("/proc/net/snmp", "Tcp:", "RetransSegs");
   printf("reads=%d fast=%d slow=%d unstamped=%d max_ms=%.1f drops=%llu "
          "ofo=%lld retrans=%lld bytes=%lu before=%d hole=%d behind=%d "
-         "late=%d behind_min_ms=%.1f behind_max_ms=%.1f kept_max_ms=%.1f",
+         "late=%d waited=%d behind_min_ms=%.1f behind_max_ms=%.1f "
+         "kept_max_ms=%.1f ofo_bytes=%lu",
          reads, fast, slow, unstamped, max_ms,
          (unsigned long long)skel->bss->dropped, ofo1 - ofo0, rtx1 - rtx0,
-         got, before, hole, behind, late, behind_min, behind_max, kept_max);
+         got, before, hole, behind, late, waited, behind_min, behind_max,
+         kept_max, ofo_bytes);
   printf(" skbs=%d skbs_behind=%d\n", skbs, skbs_behind);
   hol_drop_bpf__destroy(skel);
-  return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+  return got == want && witness_ok && WIFEXITED(st) && WEXITSTATUS(st) == 0
+             ? 0
+             : 1;
 }

@@ -7,7 +7,12 @@
 # behind the hole are skipped-hol_blocked, none of them is in the latency:
 # they waited >= 150 ms (the receiver's witness), so one counted would put
 # latency-max (a bucket's upper bound) at 0.268 s or more; reads in order
-# may take tens of ms under TCG.
+# may take tens of ms under TCG. Which reads waited behind the hole is the
+# drop program's witness (the segments that got through beyond the hole
+# before it was filled): not always all 5, as a sender descheduled for
+# longer than the hold sends the rest after, in order (seen in a loaded
+# arm64 TCG guest). A run where no data waited (the sender late from the
+# lost message on) tests nothing: it is made again, up to 3 times.
 check_hol() { # mode
   mode=$1
   want=$(want_of "$mode")
@@ -60,17 +65,23 @@ check_hol() { # mode
   for lag in 0 2000; do
     cellname=tcp_socket_read.hol
     [ "$lag" = 0 ] || cellname=tcp_socket_read.hol_lagged
-    settle
-    b=$(ops tcp_socket_read)
-    s0=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
-    t0=$(date +%s)
-    out=$(/opt/vm/holtraffic lo 127.0.0.1 $((30000 + (t0 + lag) % 10000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
-    settle
-    a=$(ops tcp_socket_read)
-    s1=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
-    maxl=$(max_since netstacklat-tcp_socket_read latency-max "$t0")
-    echo "HOL mode=$mode lag=$lag $out"
     w() { echo "$out" | sed -n "s/.* $1=\([0-9]*\).*/\1/p; s/^$1=\([0-9]*\).*/\1/p"; }
+    try=1
+    while :; do
+      settle
+      b=$(ops tcp_socket_read)
+      s0=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
+      t0=$(date +%s)
+      out=$(/opt/vm/holtraffic lo 127.0.0.1 $((30000 + (t0 + lag + try) % 10000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
+      settle
+      a=$(ops tcp_socket_read)
+      s1=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
+      maxl=$(max_since netstacklat-tcp_socket_read latency-max "$t0")
+      echo "HOL mode=$mode lag=$lag $out"
+      [ "$(w waited)" = 0 ] && [ $try -lt 3 ] || break
+      echo "NOTE no data waited behind the hole (the sender was late): again"
+      try=$((try + 1))
+    done
     # What must be counted and left out: per read in the fentry flavour,
     # per skb in the tracepoint one (holtraffic tells them apart by the
     # bytes read and the kernel's receive timestamps); only the data that
@@ -78,18 +89,18 @@ check_hol() { # mode
     if [ "$f" = tracepoint ]; then
       wc=$(($(w skbs) - $(w skbs_behind))) ws=$(w skbs_behind)
     else
-      wc=$(($(w before) + $(w hole) + $(w late))) ws=$(w behind)
+      wc=$(($(w reads) - $(w waited))) ws=$(w waited)
     fi
-    drops=$(w drops) ofo=$(w ofo) behind=$(w behind)
+    drops=$(w drops) ofo=$(w ofo) behind=$(w behind) waited=$(w waited)
     d=$((a - b))
     sk=$((${s1:-0} - ${s0:-0}))
-    note="lag $lag ms: counted $d, skipped-hol_blocked $sk, latency-max $maxl s; want $wc and $ws; receiver: $(w before) reads before the hole, $(w hole) of the lost one, ${behind:-?} behind it, $(w late) late, in $(w skbs) skbs ($(w skbs_behind) behind); drops ${drops:-?}, TCPOFOQueue +${ofo:-?}"
+    note="lag $lag ms: counted $d, skipped-hol_blocked $sk, latency-max $maxl s; want $wc and $ws; receiver: $(w before) reads before the hole, $(w hole) of the lost one, ${behind:-?} behind it (${waited:-?} of them waited there: $(w ofo_bytes) bytes arrived out of order), $(w late) late, in $(w skbs) skbs ($(w skbs_behind) behind); drops ${drops:-?}, TCPOFOQueue +${ofo:-?}"
     # Reads behind the hole waited >= 150 ms: one counted would put
     # latency-max at 0.268 s or more (only without lag: with it, the data
     # before the hole waited 2 s, for the reader, and is counted; and only
     # when no read to be counted carried such a wait by the kernel's own
     # timestamp: kept_max_ms, see holtraffic).
-    if [ "${drops:-0}" -ge 1 ] && [ "${ofo:-0}" -ge 1 ] && [ "${behind:-0}" -eq 5 ] &&
+    if [ "${drops:-0}" -ge 1 ] && [ "${ofo:-0}" -ge 1 ] && [ "${behind:-0}" -eq 5 ] && [ "${waited:-0}" -ge 1 ] &&
       [ "$d" -eq "$wc" ] && [ -n "$s1" ] && [ "$sk" -eq "$ws" ] &&
       { [ "$lag" != 0 ] || awk -v m="$maxl" -v k="$(w kept_max_ms)" 'BEGIN { exit !(m < 0.25 || k >= 125) }'; }; then
       cell "$cellname" "$f" yes "$d" ok "$note"
