@@ -13,7 +13,7 @@
 #   VM_SELINUX=pkg|none   the kernel of the SELinux cell (default: the
 #                         bookworm 6.1 generic one among VM_KERNELS)
 CHECK_PKGS += qemu-system-x86 qemu-system-data busybox-static cpio xz-utils \
-	zstd lz4 bzip2 apt qemu-system-arm
+	zstd lz4 apt qemu-system-arm
 
 VM_KERNELS ?=
 VM_KVM     ?= 0
