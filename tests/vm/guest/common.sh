@@ -10,6 +10,10 @@ DELAY_MS=20                # -> bucket [16777216, 33554432) ns
 NSL_HOOKS="ip_start tcp_start udp_start tcp_socket_enqueued udp_socket_enqueued tcp_socket_read udp_socket_read"
 SKIPS="no_timestamp not_rx_timestamp future map_full hol_blocked raced"
 CD=/tmp/cd
+# nap's FIFO: opened read-write, so that the open does not wait for a
+# writer, and nothing is ever written to it.
+[ -p /tmp/.nap ] || mkfifo /tmp/.nap
+exec 9<>/tmp/.nap
 CSV=$CD/csv
 LOG=$CD/collectd.log
 
@@ -70,20 +74,45 @@ nvals() {
   nv=$(awk '/^[0-9]/ { n++ } END { print n + 0 }' "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null)
   echo "${nv:-0}"
 }
-ops() { v=$(val "netstacklat-$1" operations); echo "${v:-0}"; }
+ops() { # hook -> its operations counter (0 before its first value)
+  awk -F, '/^[0-9]/ { v = $2 } END { print v + 0 }' \
+    "$CSV"/*/"netstacklat-$1"/operations-[0-9][0-9][0-9][0-9]-* 2>/dev/null || echo 0
+}
+# The latest value of each file, summed per type instance (a file a day:
+# the newest day's value wins), in one awk for all the files: only files
+# that exist are named (busybox awk stops at one that does not).
+sum_latest() { # file... -> sum
+  awk -F, '/^[0-9]/ { k = FILENAME; sub(/-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$/, "", k); v[k] = $2 }
+    END { for (k in v) s += v[k]; print s + 0 }' "$@"
+}
 seen() { # measured plus skipped for any reason
-  s=$(ops "$1")
-  for r in $SKIPS; do
-    v=$(val "netstacklat-$1" "operations-skipped-$r")
-    s=$((s + ${v:-0}))
+  set -- "$1"
+  for sn_f in "$CSV"/*/"netstacklat-$1"/operations-[0-9][0-9][0-9][0-9]-*; do
+    [ -e "$sn_f" ] && set -- "$@" "$sn_f"
   done
-  echo "$s"
+  for r in $SKIPS; do
+    for sn_f in "$CSV"/*/"netstacklat-$1"/"operations-skipped-$r"-[0-9][0-9][0-9][0-9]-*; do
+      [ -e "$sn_f" ] && set -- "$@" "$sn_f"
+    done
+  done
+  shift
+  if [ $# = 0 ]; then echo 0; else sum_latest "$@"; fi
 }
-snapshot() { # every attached hook's operations counter, one line
-  out=""
-  for h in $ATTACHED; do out="$out $h=$(ops "$h")"; done
-  echo "$out"
+snapshot() { # every attached hook's operations counter, one line, one awk
+  set --
+  for h in $ATTACHED; do
+    for sn_f in "$CSV"/*/"netstacklat-$h"/operations-[0-9][0-9][0-9][0-9]-*; do
+      [ -e "$sn_f" ] && set -- "$@" "$sn_f"
+    done
+  done
+  [ $# = 0 ] && { echo "none"; return; }
+  awk -F, -v hooks="$ATTACHED" '/^[0-9]/ { h = FILENAME; sub(/\/operations-[^\/]*$/, "", h); sub(/.*\/netstacklat-/, "", h); v[h] = $2 }
+    END { n = split(hooks, hs, " "); for (i = 1; i <= n; i++) printf " %s=%s", hs[i], v[hs[i]] + 0; print "" }' "$@"
 }
+# A wait without a process of its own (sleep is one: a fork costs the
+# emulated guest ~10 ms of CPU): read with a timeout on a FIFO that no
+# one writes (fd 9, opened above).
+nap() { read -t "$1" -u 9 nap_x; }
 # How many values the plugin has dispatched so far: lines of every hook's
 # flavour gauge (ebpf/<feature>-<hook>/gauge-flavour, dispatched at every
 # read for each wanted hook, attached or not). It grows at each read.
@@ -95,7 +124,7 @@ next_read() { # wait until the plugin has dispatched once more (4 s at most)
   nr0=$(dispatches)
   nr=0
   while [ "$(dispatches)" = "$nr0" ] && [ $nr -lt 20 ]; do
-    sleep 0.2
+    nap 0.2
     nr=$((nr + 1))
   done
 }
@@ -174,7 +203,7 @@ EOF
   fi
   echo "</Plugin>" >>"$CD/collectd.conf"
   read -r sc_up sc_idle </proc/uptime
-  collectd -f -C "$CD/collectd.conf" >"$CD/stdout" 2>&1 &
+  collectd -f -C "$CD/collectd.conf" >"$CD/stdout" 2>&1 9<&- &
   CD_PID=$!
   i=0
   while [ $i -lt 600 ]; do
@@ -184,7 +213,7 @@ EOF
       return 0
     fi
     kill -0 $CD_PID 2>/dev/null || break
-    sleep 0.1
+    nap 0.1
     i=$((i + 1))
   done
   return 1

@@ -57,7 +57,7 @@ check_hol() { # mode
   ATTACHED=tcp_socket_read
   i=0
   while [ -z "$(val netstacklat-tcp_socket_read operations)" ] && [ $i -lt 100 ]; do
-    sleep 0.2
+    nap 0.2
     i=$((i + 1))
   done
   # Two runs: a reader that keeps up, and one that lags 2 s so that the

@@ -114,7 +114,7 @@ check_leak() {
     left=""
     for id in $held; do echo "$live" | grep -qx "$id" && left="$left $id"; done
     [ -z "$left" ] && break
-    sleep 0.1
+    nap 0.1
     i=$((i + 1))
   done
   nheld=$(echo $held | wc -w)

@@ -37,7 +37,7 @@ nsl_traffic() {
   i=0
   for h in $ATTACHED; do
     while [ -z "$(val "netstacklat-$h" operations)" ] && [ $i -lt 100 ]; do
-      sleep 0.2
+      nap 0.2
       i=$((i + 1))
     done
   done
