@@ -230,14 +230,13 @@ chosen() { sed -n "s/.*netstacklat: hook $1 attached with the \([a-z]*\) flavour
 unavail() { sed -n "s/.*netstacklat: hook $1 is unavailable on this kernel: //p" "$LOG" | tail -n 1; }
 
 max_since() { # plugin-instance type-instance t0 -> largest value since t0
-  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
-    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }'
+  awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' \
+    "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null || echo 0
 }
 
 min_since() { # plugin-instance type-instance t0 -> smallest value since t0 ("" if none)
-  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
-    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
-      END { print m }'
+  awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
+      END { print m }' "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null
 }
 
 # ------------------------------------------------------------ timing
