@@ -141,15 +141,16 @@ settle() { # wait until the counters stop moving: the same across one read
   return 1
 }
 snmp() { # the kernel's counters: "Ip.InReceives=n Tcp.InSegs=n ... Ip6InReceives=n"
-  awk 'NR % 2 == 1 { split($0, k) ; next }
-       { for (i = 2; i <= NF; i++) printf "%s%s=%s\n", k[1], k[i], $i }' /proc/net/snmp |
-    sed 's/^\([A-Za-z]*\):/\1./'
-  awk '{ print $1 "=" $2 }' /proc/net/snmp6
+  awk 'FILENAME ~ /snmp6$/ { print $1 "=" $2; next }
+       FNR % 2 == 1 { split($0, k); g = k[1]; sub(/:$/, "", g); next }
+       { for (i = 2; i <= NF; i++) printf "%s.%s=%s\n", g, k[i], $i }' /proc/net/snmp /proc/net/snmp6
 }
-kdelta() { # key -> after - before
-  a=$(echo "$K1" | awk -F= -v k="$1" '$1 == k { print $2 }')
-  b=$(echo "$K0" | awk -F= -v k="$1" '$1 == k { print $2 }')
-  echo $((${a:-0} - ${b:-0}))
+kdelta() { # key -> after - before (of K1 and K0, snmp's output), one awk
+  awk -v k="$1" -v a="$K1" -v b="$K0" 'function get(s,  n, l, i) {
+      n = split(s, l, "\n")
+      for (i = 1; i <= n; i++) if (index(l[i], k "=") == 1) return substr(l[i], length(k) + 2)
+      return 0 }
+    BEGIN { printf "%.0f\n", get(a) - get(b) }'
 }
 prog_ids() { bpftool prog show 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p'; }
 held_ids() { # BPF program ids held by pid $1
