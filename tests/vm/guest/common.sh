@@ -229,6 +229,21 @@ stop_collectd() {
 # Flavour chosen per hook, from the INFO lines; reasons from the WARNINGs.
 chosen() { sed -n "s/.*netstacklat: hook $1 attached with the \([a-z]*\) flavour.*/\1/p" "$LOG" | tail -n 1; }
 unavail() { sed -n "s/.*netstacklat: hook $1 is unavailable on this kernel: //p" "$LOG" | tail -n 1; }
+# Every hook's flavour in one pass over the log, as CH_<feature>_<hook>
+# (the last "attached" line wins, as in chosen()); and every flavour gauge
+# in one awk, as G_<feature>_<hook>. The names of a run before are unset.
+load_flavours() {
+  [ -n "${FL_KEYS:-}" ] && unset $FL_KEYS
+  FL_KEYS=""
+  eval "$(sed -n -E 's/.*(netstacklat|tcp_window|drops): hook ([a-z_]+) attached with the ([a-z]+) flavour.*/CH_\1_\2=\3; FL_KEYS="$FL_KEYS CH_\1_\2"/p' "$LOG")"
+  set --
+  for lf_f in "$CSV"/*/ebpf-*-*/gauge-flavour-[0-9][0-9][0-9][0-9]-*; do
+    [ -e "$lf_f" ] && set -- "$@" "$lf_f"
+  done
+  [ $# = 0 ] && return 0
+  eval "$(awk -F, '/^[0-9]/ { k = FILENAME; sub(/\/gauge-flavour-[^\/]*$/, "", k); sub(/.*\/ebpf-/, "", k); gsub(/-/, "_", k); v[k] = $2 }
+    END { for (k in v) print "G_" k "=" v[k] "; FL_KEYS=\"$FL_KEYS G_" k "\"" }' "$@")"
+}
 
 max_since() { # plugin-instance type-instance t0 -> largest value since t0
   awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' \

@@ -66,8 +66,9 @@ main_start() {
   ATTACHED=""
   VLOG=0
   check_clock "$mode"
+  load_flavours
   for h in $NSL_HOOKS; do
-    f=$(chosen "$h")
+    eval "f=\${CH_netstacklat_$h-}"
     want=$(want_of "$mode")
     if ! has_flavour "$h" "$want"; then
       continue
