@@ -53,7 +53,7 @@ EOC
   i=0
   while ! grep -q '^ready' /tmp/big.out 2>/dev/null && [ $i -lt 300 ]; do
     kill -0 $rc_pid 2>/dev/null || break
-    sleep 0.2
+    nap 0.2
     i=$((i + 1))
   done
   tr_pid=""
@@ -62,10 +62,10 @@ EOC
     tr_pid=$!
     i=0
     while ! grep -q '^groups' /tmp/big.tr 2>/dev/null && [ $i -lt 150 ]; do
-      sleep 0.2
+      nap 0.2
       i=$((i + 1))
     done
-    sleep 2 # a datagram and a message in every group
+    nap 2 # a datagram and a message in every group
   fi
   mem=$(big_memlock $rc_pid)
   echo go >&7

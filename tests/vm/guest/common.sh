@@ -10,6 +10,10 @@ DELAY_MS=20                # -> bucket [16777216, 33554432) ns
 NSL_HOOKS="ip_start tcp_start udp_start tcp_socket_enqueued udp_socket_enqueued tcp_socket_read udp_socket_read"
 SKIPS="no_timestamp not_rx_timestamp future map_full hol_blocked raced"
 CD=/tmp/cd
+# nap's FIFO: opened read-write, so that the open does not wait for a
+# writer, and nothing is ever written to it.
+[ -p /tmp/.nap ] || mkfifo /tmp/.nap
+exec 9<>/tmp/.nap
 CSV=$CD/csv
 LOG=$CD/collectd.log
 
@@ -70,20 +74,45 @@ nvals() {
   nv=$(awk '/^[0-9]/ { n++ } END { print n + 0 }' "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null)
   echo "${nv:-0}"
 }
-ops() { v=$(val "netstacklat-$1" operations); echo "${v:-0}"; }
+ops() { # hook -> its operations counter (0 before its first value)
+  awk -F, '/^[0-9]/ { v = $2 } END { print v + 0 }' \
+    "$CSV"/*/"netstacklat-$1"/operations-[0-9][0-9][0-9][0-9]-* 2>/dev/null || echo 0
+}
+# The latest value of each file, summed per type instance (a file a day:
+# the newest day's value wins), in one awk for all the files: only files
+# that exist are named (busybox awk stops at one that does not).
+sum_latest() { # file... -> sum
+  awk -F, '/^[0-9]/ { k = FILENAME; sub(/-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$/, "", k); v[k] = $2 }
+    END { for (k in v) s += v[k]; print s + 0 }' "$@"
+}
 seen() { # measured plus skipped for any reason
-  s=$(ops "$1")
-  for r in $SKIPS; do
-    v=$(val "netstacklat-$1" "operations-skipped-$r")
-    s=$((s + ${v:-0}))
+  set -- "$1"
+  for sn_f in "$CSV"/*/"netstacklat-$1"/operations-[0-9][0-9][0-9][0-9]-*; do
+    [ -e "$sn_f" ] && set -- "$@" "$sn_f"
   done
-  echo "$s"
+  for r in $SKIPS; do
+    for sn_f in "$CSV"/*/"netstacklat-$1"/"operations-skipped-$r"-[0-9][0-9][0-9][0-9]-*; do
+      [ -e "$sn_f" ] && set -- "$@" "$sn_f"
+    done
+  done
+  shift
+  if [ $# = 0 ]; then echo 0; else sum_latest "$@"; fi
 }
-snapshot() { # every attached hook's operations counter, one line
-  out=""
-  for h in $ATTACHED; do out="$out $h=$(ops "$h")"; done
-  echo "$out"
+snapshot() { # every attached hook's operations counter, one line, one awk
+  set --
+  for h in $ATTACHED; do
+    for sn_f in "$CSV"/*/"netstacklat-$h"/operations-[0-9][0-9][0-9][0-9]-*; do
+      [ -e "$sn_f" ] && set -- "$@" "$sn_f"
+    done
+  done
+  [ $# = 0 ] && { echo "none"; return; }
+  awk -F, -v hooks="$ATTACHED" '/^[0-9]/ { h = FILENAME; sub(/\/operations-[^\/]*$/, "", h); sub(/.*\/netstacklat-/, "", h); v[h] = $2 }
+    END { n = split(hooks, hs, " "); for (i = 1; i <= n; i++) printf " %s=%s", hs[i], v[hs[i]] + 0; print "" }' "$@"
 }
+# A wait without a process of its own (sleep is one: a fork costs the
+# emulated guest ~10 ms of CPU): read with a timeout on a FIFO that no
+# one writes (fd 9, opened above).
+nap() { read -t "$1" -u 9 nap_x; }
 # How many values the plugin has dispatched so far: lines of every hook's
 # flavour gauge (ebpf/<feature>-<hook>/gauge-flavour, dispatched at every
 # read for each wanted hook, attached or not). It grows at each read.
@@ -95,7 +124,7 @@ next_read() { # wait until the plugin has dispatched once more (4 s at most)
   nr0=$(dispatches)
   nr=0
   while [ "$(dispatches)" = "$nr0" ] && [ $nr -lt 20 ]; do
-    sleep 0.2
+    nap 0.2
     nr=$((nr + 1))
   done
 }
@@ -112,15 +141,16 @@ settle() { # wait until the counters stop moving: the same across one read
   return 1
 }
 snmp() { # the kernel's counters: "Ip.InReceives=n Tcp.InSegs=n ... Ip6InReceives=n"
-  awk 'NR % 2 == 1 { split($0, k) ; next }
-       { for (i = 2; i <= NF; i++) printf "%s%s=%s\n", k[1], k[i], $i }' /proc/net/snmp |
-    sed 's/^\([A-Za-z]*\):/\1./'
-  awk '{ print $1 "=" $2 }' /proc/net/snmp6
+  awk 'FILENAME ~ /snmp6$/ { print $1 "=" $2; next }
+       FNR % 2 == 1 { split($0, k); g = k[1]; sub(/:$/, "", g); next }
+       { for (i = 2; i <= NF; i++) printf "%s.%s=%s\n", g, k[i], $i }' /proc/net/snmp /proc/net/snmp6
 }
-kdelta() { # key -> after - before
-  a=$(echo "$K1" | awk -F= -v k="$1" '$1 == k { print $2 }')
-  b=$(echo "$K0" | awk -F= -v k="$1" '$1 == k { print $2 }')
-  echo $((${a:-0} - ${b:-0}))
+kdelta() { # key -> after - before (of K1 and K0, snmp's output), one awk
+  awk -v k="$1" -v a="$K1" -v b="$K0" 'function get(s,  n, l, i) {
+      n = split(s, l, "\n")
+      for (i = 1; i <= n; i++) if (index(l[i], k "=") == 1) return substr(l[i], length(k) + 2)
+      return 0 }
+    BEGIN { printf "%.0f\n", get(a) - get(b) }'
 }
 prog_ids() { bpftool prog show 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p'; }
 held_ids() { # BPF program ids held by pid $1
@@ -174,7 +204,7 @@ EOF
   fi
   echo "</Plugin>" >>"$CD/collectd.conf"
   read -r sc_up sc_idle </proc/uptime
-  collectd -f -C "$CD/collectd.conf" >"$CD/stdout" 2>&1 &
+  collectd -f -C "$CD/collectd.conf" >"$CD/stdout" 2>&1 9<&- &
   CD_PID=$!
   i=0
   while [ $i -lt 600 ]; do
@@ -184,7 +214,7 @@ EOF
       return 0
     fi
     kill -0 $CD_PID 2>/dev/null || break
-    sleep 0.1
+    nap 0.1
     i=$((i + 1))
   done
   return 1
@@ -199,16 +229,30 @@ stop_collectd() {
 # Flavour chosen per hook, from the INFO lines; reasons from the WARNINGs.
 chosen() { sed -n "s/.*netstacklat: hook $1 attached with the \([a-z]*\) flavour.*/\1/p" "$LOG" | tail -n 1; }
 unavail() { sed -n "s/.*netstacklat: hook $1 is unavailable on this kernel: //p" "$LOG" | tail -n 1; }
+# Every hook's flavour in one pass over the log, as CH_<feature>_<hook>
+# (the last "attached" line wins, as in chosen()); and every flavour gauge
+# in one awk, as G_<feature>_<hook>. The names of a run before are unset.
+load_flavours() {
+  [ -n "${FL_KEYS:-}" ] && unset $FL_KEYS
+  FL_KEYS=""
+  eval "$(sed -n -E 's/.*(netstacklat|tcp_window|drops): hook ([a-z_]+) attached with the ([a-z]+) flavour.*/CH_\1_\2=\3; FL_KEYS="$FL_KEYS CH_\1_\2"/p' "$LOG")"
+  set --
+  for lf_f in "$CSV"/*/ebpf-*-*/gauge-flavour-[0-9][0-9][0-9][0-9]-*; do
+    [ -e "$lf_f" ] && set -- "$@" "$lf_f"
+  done
+  [ $# = 0 ] && return 0
+  eval "$(awk -F, '/^[0-9]/ { k = FILENAME; sub(/\/gauge-flavour-[^\/]*$/, "", k); sub(/.*\/ebpf-/, "", k); gsub(/-/, "_", k); v[k] = $2 }
+    END { for (k in v) print "G_" k "=" v[k] "; FL_KEYS=\"$FL_KEYS G_" k "\"" }' "$@")"
+}
 
 max_since() { # plugin-instance type-instance t0 -> largest value since t0
-  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
-    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }'
+  awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' \
+    "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null || echo 0
 }
 
 min_since() { # plugin-instance type-instance t0 -> smallest value since t0 ("" if none)
-  cat "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null |
-    awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
-      END { print m }'
+  awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ { if (m == "" || $2 + 0 < m) m = $2 + 0 }
+      END { print m }' "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null
 }
 
 # ------------------------------------------------------------ timing

@@ -71,7 +71,7 @@ check_concurrency() { # mode
   # interrupt that could land in a reader's kprobe handler.
   [ -w $rps ] && echo 0 >$rps
   clamp_pair_start $((cport + 100))
-  sleep 0.5
+  nap 0.5
   out=$(/opt/vm/vmtraffic conc $((cport + 50)) 1 "$CONC_SPIN_N" spin) || echo "NOTE concurrent udp (spin): $out"
   sent=$((${sent:-0} + $(echo "$out" | awk '{ print $3 }')))
   clamp_pair_wait

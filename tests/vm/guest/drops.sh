@@ -9,17 +9,26 @@
 # socket_rcvbuff = Udp RcvbufErrors. On kernels without reasons, by
 # location: the at_<function> that grew the most holds the kernel's count,
 # in a function of the protocol's.
-dsnap() { # every drops-* instance's latest value, "name=value" per line
-  for d in "$CSV"/*/drops-*; do
-    [ -d "$d" ] && echo "${d##*/drops-}=$(val "${d##*/}" operations)"
+dsnap() { # every drops-* instance's latest value, "name=value" per line (one awk)
+  set --
+  for f in "$CSV"/*/drops-*/operations-[0-9][0-9][0-9][0-9]-*; do
+    [ -e "$f" ] && set -- "$@" "$f"
   done
+  [ $# = 0 ] && return
+  awk -F, '/^[0-9]/ { k = FILENAME; sub(/\/operations-[^\/]*$/, "", k); sub(/.*\/drops-/, "", k)
+      if (!(k in v)) o[n++] = k; v[k] = $2 }
+    END { for (i = 0; i < n; i++) print o[i] "=" v[o[i]] }' "$@"
 }
 ddelta() { # snapshot before, snapshot after -> "name=delta" of those that grew
-  echo "$2" | while IFS== read -r k v; do
-    [ -n "$k" ] || continue
-    b=$(echo "$1" | awk -F= -v k="$k" '$1 == k { print $2 }')
-    [ "$v" != "${b:-0}" ] && echo "$k=$((v - ${b:-0}))"
-  done
+  awk -v b="$1" -v a="$2" 'BEGIN {
+    n = split(b, l, "\n")
+    for (i = 1; i <= n; i++) if ((j = index(l[i], "=")) > 1) B[substr(l[i], 1, j - 1)] = substr(l[i], j + 1)
+    n = split(a, l, "\n")
+    for (i = 1; i <= n; i++) {
+      if ((j = index(l[i], "=")) <= 1) continue
+      k = substr(l[i], 1, j - 1); v = substr(l[i], j + 1); w = (k in B) ? B[k] : 0
+      if (v != w) printf "%s=%.0f\n", k, v - w
+    } }'
 }
 
 drops_check() { # mode

@@ -10,10 +10,10 @@ flavour_code() {
 check_flavour_gauges() { # mode
   want=$(want_of "$1")
   bad="" n=0
+  load_flavours
   for fh in $(for h in $NSL_HOOKS; do echo "netstacklat:$h"; done) tcp_window:clamps; do
     feat=${fh%%:*} h=${fh#*:}
-    logged=$(sed -n "s/.*$feat: hook $h attached with the \([a-z]*\) flavour.*/\1/p" "$LOG" | tail -n 1)
-    g=$(val "ebpf-$feat-$h" gauge-flavour)
+    eval "logged=\${CH_${feat}_$h-} g=\${G_${feat}_$h-}"
     # a feature with nothing left to run is disabled and dispatches nothing
     if [ -z "$g" ] && grep -q "$feat: nothing of this feature can run here" "$LOG"; then
       continue

@@ -57,7 +57,7 @@ check_hol() { # mode
   ATTACHED=tcp_socket_read
   i=0
   while [ -z "$(val netstacklat-tcp_socket_read operations)" ] && [ $i -lt 100 ]; do
-    sleep 0.2
+    nap 0.2
     i=$((i + 1))
   done
   # Two runs: a reader that keeps up, and one that lags 2 s so that the
@@ -65,7 +65,14 @@ check_hol() { # mode
   for lag in 0 2000; do
     cellname=tcp_socket_read.hol
     [ "$lag" = 0 ] || cellname=tcp_socket_read.hol_lagged
-    w() { echo "$out" | sed -n "s/.* $1=\([0-9]*\).*/\1/p; s/^$1=\([0-9]*\).*/\1/p"; }
+    # holtraffic's "key=value" words as H_key (integer part), in one awk;
+    # the keys of the run before are unset first.
+    hol_parse() {
+      [ -n "${H_KEYS:-}" ] && unset $H_KEYS
+      eval "$(echo "$out" | awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[1] ~ /^[a-z_]+$/) {
+          v = kv[2]; sub(/[^0-9].*/, "", v); print "H_" kv[1] "=" v; keys = keys " H_" kv[1] } }
+        END { print "H_KEYS=\"" keys "\"" }')"
+    }
     try=1
     while :; do
       settle
@@ -78,7 +85,8 @@ check_hol() { # mode
       s1=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
       maxl=$(max_since netstacklat-tcp_socket_read latency-max "$t0")
       echo "HOL mode=$mode lag=$lag $out"
-      [ "$(w waited)" = 0 ] && [ $try -lt 3 ] || break
+      hol_parse
+      [ "${H_waited-}" = 0 ] && [ $try -lt 3 ] || break
       echo "NOTE no data waited behind the hole (the sender was late): again"
       try=$((try + 1))
     done
@@ -87,14 +95,14 @@ check_hol() { # mode
     # bytes read and the kernel's receive timestamps); only the data that
     # arrived out of order waited behind the hole.
     if [ "$f" = tracepoint ]; then
-      wc=$(($(w skbs) - $(w skbs_behind))) ws=$(w skbs_behind)
+      wc=$((${H_skbs-} - ${H_skbs_behind-})) ws=${H_skbs_behind-}
     else
-      wc=$(($(w reads) - $(w waited))) ws=$(w waited)
+      wc=$((${H_reads-} - ${H_waited-})) ws=${H_waited-}
     fi
-    drops=$(w drops) ofo=$(w ofo) behind=$(w behind) waited=$(w waited)
+    drops=${H_drops-} ofo=${H_ofo-} behind=${H_behind-} waited=${H_waited-}
     d=$((a - b))
     sk=$((${s1:-0} - ${s0:-0}))
-    note="lag $lag ms: counted $d, skipped-hol_blocked $sk, latency-max $maxl s; want $wc and $ws; receiver: $(w before) reads before the hole, $(w hole) of the lost one, ${behind:-?} behind it (${waited:-?} of them waited there: $(w ofo_bytes) bytes arrived out of order), $(w late) late, in $(w skbs) skbs ($(w skbs_behind) behind); drops ${drops:-?}, TCPOFOQueue +${ofo:-?}"
+    note="lag $lag ms: counted $d, skipped-hol_blocked $sk, latency-max $maxl s; want $wc and $ws; receiver: ${H_before-} reads before the hole, ${H_hole-} of the lost one, ${behind:-?} behind it (${waited:-?} of them waited there: ${H_ofo_bytes-} bytes arrived out of order), ${H_late-} late, in ${H_skbs-} skbs (${H_skbs_behind-} behind); drops ${drops:-?}, TCPOFOQueue +${ofo:-?}"
     # Reads behind the hole waited >= 150 ms: one counted would put
     # latency-max at 0.268 s or more (only without lag: with it, the data
     # before the hole waited 2 s, for the reader, and is counted; and only
@@ -102,7 +110,7 @@ check_hol() { # mode
     # timestamp: kept_max_ms, see holtraffic).
     if [ "${drops:-0}" -ge 1 ] && [ "${ofo:-0}" -ge 1 ] && [ "${behind:-0}" -eq 5 ] && [ "${waited:-0}" -ge 1 ] &&
       [ "$d" -eq "$wc" ] && [ -n "$s1" ] && [ "$sk" -eq "$ws" ] &&
-      { [ "$lag" != 0 ] || awk -v m="$maxl" -v k="$(w kept_max_ms)" 'BEGIN { exit !(m < 0.25 || k >= 125) }'; }; then
+      { [ "$lag" != 0 ] || awk -v m="$maxl" -v k="${H_kept_max_ms-}" 'BEGIN { exit !(m < 0.25 || k >= 125) }'; }; then
       cell "$cellname" "$f" yes "$d" ok "$note"
     else
       cell "$cellname" "$f" yes "$d" FAIL "$note"

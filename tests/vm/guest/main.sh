@@ -66,8 +66,9 @@ main_start() {
   ATTACHED=""
   VLOG=0
   check_clock "$mode"
+  load_flavours
   for h in $NSL_HOOKS; do
-    f=$(chosen "$h")
+    eval "f=\${CH_netstacklat_$h-}"
     want=$(want_of "$mode")
     if ! has_flavour "$h" "$want"; then
       continue
@@ -114,7 +115,7 @@ check_leak() {
     left=""
     for id in $held; do echo "$live" | grep -qx "$id" && left="$left $id"; done
     [ -z "$left" ] && break
-    sleep 0.1
+    nap 0.1
     i=$((i + 1))
   done
   nheld=$(echo $held | wc -w)

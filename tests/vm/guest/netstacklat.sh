@@ -5,12 +5,16 @@
 # The share of tcp_socket_read's reads since time $1 per bucket range, from
 # the per-second bucket rates: "in_target below total" (sums of rates).
 delay_buckets() {
+  db_t0=$1
+  set --
   for f in "$CSV"/*/netstacklat-tcp_socket_read/bucket-*-[0-9][0-9][0-9][0-9]-*; do
-    [ -e "$f" ] || continue
-    lo=$(basename "$f" | sed 's/^bucket-\([0-9]*\)_.*/\1/')
-    awk -F, -v t0="$1" -v lo="$lo" '/^[0-9]/ && $1 >= t0 && $2 == $2 { print lo, $2 }' "$f"
-  done | awk -v tlo=16777216 '{ tot += $2; if ($1 == tlo || $1 == 2 * tlo) hit += $2; else if ($1 < tlo) low += $2 }
-      END { printf "%g %g %g\n", hit, low, tot }'
+    [ -e "$f" ] && set -- "$@" "$f"
+  done
+  [ $# = 0 ] && { echo "0 0 0"; return; }
+  # (one awk for every bucket's file: the bucket's lower bound from its name)
+  awk -F, -v t0="$db_t0" -v tlo=16777216 'FNR == 1 { lo = FILENAME; sub(/.*\/bucket-/, "", lo); sub(/_.*/, "", lo); lo += 0 }
+      /^[0-9]/ && $1 >= t0 && $2 == $2 { tot += $2; if (lo == tlo || lo == 2 * tlo) hit += $2; else if (lo < tlo) low += $2 }
+      END { printf "%g %g %g\n", hit, low, tot }' "$@"
 }
 
 # Which clock netstacklat reads "now" from: TAI where the kernel has
@@ -37,7 +41,7 @@ nsl_traffic() {
   i=0
   for h in $ATTACHED; do
     while [ -z "$(val "netstacklat-$h" operations)" ] && [ $i -lt 100 ]; do
-      sleep 0.2
+      nap 0.2
       i=$((i + 1))
     done
   done

@@ -8,7 +8,7 @@ check_nobtf_report() {
     Host true
   </Pressure>" || { cell nobtf.report - no - FAIL "collectd did not initialize"; logx . 40; stop_collectd; return; }
   i=0
-  while [ -z "$(val pressure-cpu total_time_in_ms-some)" ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+  while [ -z "$(val pressure-cpu total_time_in_ms-some)" ] && [ $i -lt 50 ]; do nap 0.2; i=$((i + 1)); done
   stop_collectd
   btf=$(grep -c 'BTF file /sys/kernel/btf/vmlinux: .*set BTFPath' "$LOG")
   nsl=$(grep -c 'netstacklat: no hook could be attached; netstacklat is disabled' "$LOG")

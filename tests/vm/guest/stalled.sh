@@ -11,7 +11,7 @@ stalled_reads() { # wait for N more reads of the stalled count (6 s at most)
   sr_want=$(($(nvals tcp_window count-stalled_receivers) + $1))
   sr_i=0
   while [ "$(nvals tcp_window count-stalled_receivers)" -lt $sr_want ] && [ $sr_i -lt 60 ]; do
-    sleep 0.1
+    nap 0.1
     sr_i=$((sr_i + 1))
   done
 }
@@ -44,10 +44,10 @@ stalled_check() { # mode
   spid=$!
   i=0
   while [ $i -lt 100 ] && ! grep -q "^stall" "$CD/stall.out"; do
-    sleep 0.1
+    nap 0.1
     i=$((i + 1))
   done
-  sleep 1.5
+  nap 1.5
   stalled_reads 2
   n=$(val tcp_window count-stalled_receivers)
   b=$(val tcp_window bytes-stalled_receivers)
