@@ -176,10 +176,19 @@ static void size_cgroup_maps(struct nsl_state *s) {
   for (int h = 0; h < NSL_NHOOKS; h++)
     nwanted += s->hooks[h].wanted;
   /* And an entry per hook for the group "other" (made after load). */
+  bool grouped = cfg->groupby && nwanted;
   bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds,
-                           cfg->groupby && nwanted
-                               ? (__u32)cfg->max_groups * nwanted + nwanted
-                               : 1);
+                           grouped ? (__u32)cfg->max_groups * nwanted + nwanted
+                                   : 1);
+  /* Without GroupBy the table is never written, but a preallocated hash
+   * holds a spare element per possible CPU beside its one entry (6.8 MiB
+   * at 256 CPUs, 16 stripes): not preallocated where tracing programs may
+   * use such maps (6.1+; told by cgroup storage, 6.2). */
+  if (!grouped &&
+      libbpf_probe_bpf_map_type((enum bpf_map_type)32 /* CGRP_STORAGE */,
+                                NULL) == 1)
+    bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                           BPF_F_NO_PREALLOC);
   bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter,
                            cfg->ncgroups ? s->cg_filter_size : 1);
   /* Cgroup storage, or on a kernel without it a harmless one-entry array
