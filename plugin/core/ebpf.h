@@ -63,6 +63,16 @@ void netstacklat_unserve_tcp_window(void);
  * announcements lost to a full ring buffer; -ENOENT once netstacklat is
  * gone), and netstacklat_unserve_stalled() stops them. */
 int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd);
+/* What a feature's configuration needs of the programs another part
+ * loads, said by its config callback (every config callback runs before
+ * any init): the part that loads them sizes its maps by it, and neither
+ * knows the other. EBPF_NEED_STALLED_MARKS: the stalled receivers' marks
+ * (a 4 MiB ring and a 1 MiB table in netstacklat's object; one page and
+ * one bucket when nothing needs them, and netstacklat_serve_stalled()
+ * then returns -ENOENT). */
+enum { EBPF_NEED_STALLED_MARKS = 1u << 0 };
+void ebpf_need(unsigned need);
+bool ebpf_needed(unsigned need);
 int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost);
 void netstacklat_unserve_stalled(void);
 

@@ -148,6 +148,9 @@ struct nsl_state {
    * 0 while they are off), and whether the budget was out of reach then. */
   uint64_t auto_run_ns;
   bool auto_over;
+  /* No configuration needs the stalled receivers' marks: their maps are
+   * made at their smallest, and netstacklat_serve_stalled() says -ENOENT. */
+  bool marks_off;
 };
 
 /* ---- config.c: the <Netstacklat> block */

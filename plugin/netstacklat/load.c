@@ -249,6 +249,16 @@ static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
   size_slot_maps(s);
   if (!s->cfg.nifaces)
     bpf_map__set_max_entries(s->skel->maps.netstacklat_ifindex_filter, 1);
+  /* The stalled receivers' marks, only where tcp_window's config wants
+   * them: else one page of ring and one bucket (never written: the epoch
+   * that turns the marking on is only set by netstacklat_serve_stalled()). */
+  s->marks_off = !ebpf_needed(EBPF_NEED_STALLED_MARKS);
+  if (s->marks_off) {
+    long page = sysconf(_SC_PAGESIZE);
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_tcpw_marks,
+                             page > 0 ? (__u32)page : 4096);
+    bpf_map__set_max_entries(s->skel->maps.netstacklat_tcpw_slots, 1);
+  }
   return s->skel->obj;
 }
 

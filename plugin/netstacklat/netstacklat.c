@@ -143,7 +143,7 @@ void netstacklat_unserve_tcp_window(void) {
 
 int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd) {
   const struct hook_state *h = &nsl.hooks[NSL_TCP_SOCKET_ENQUEUED];
-  if (!nsl.skel || h->flavour < 0 || h->nlinks == 0)
+  if (!nsl.skel || nsl.marks_off || h->flavour < 0 || h->nlinks == 0)
     return -ENOENT;
   nsl.skel->bss->tcpw_mark_netns = netns_inum;
   *marks_fd = bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks);

@@ -121,6 +121,8 @@ static int tcp_window_config(const oconfig_item_t *ci) {
             "StalledReceivers and StalledNotifications true.");
     errors++;
   }
+  if (!errors && cfg.stalled)
+    ebpf_need(EBPF_NEED_STALLED_MARKS);
   return errors ? -1 : 0;
 }
 
