@@ -97,8 +97,8 @@ static struct {
   size_t ncand, cand_cap;
   struct mark_tuple *keep; /* this scan's sockets with unread data */
   size_t nkeep, keep_cap;
-  /* Announced in this scan's epoch (after its bump): not announced again
-   * before the next bump, so the next scan asks about them too. */
+  /* Announced in this scan's read: the next scan asks about them too
+   * (marks_on_rec). */
   struct mark_tuple *fresh;
   size_t nfresh, fresh_cap;
   bool overflow;          /* out of memory for the lists above */
@@ -154,12 +154,18 @@ static int marks_on_rec(void *ctx, void *data, size_t size) {
    * mostly once: MARKS_MAX is checked once they are sorted, each once. */
   struct mark_tuple t =
       tuple_of(r.family, r.sport, r.dport, r.src, r.dst, r.bound_dev_if);
-  /* Written after this scan's epoch bump: this scan may ask about it
-   * before the data that will stall it arrives, and it is not announced
-   * again in this epoch. */
+  /* Asked about by this scan and the next (mk.fresh), whatever its
+   * epoch: this scan's request may come before the data it was announced
+   * for is on the queue (the kprobe flavour marks at tcp_queue_rcv's
+   * entry; a vCPU or a softirq held between the two widens that to
+   * milliseconds), and its slot keeps the socket from being announced
+   * again for data in the same epoch. Written after this scan's bump, it
+   * is not announced again before the next one either. A socket given
+   * data at every interval is announced at each anyway (asked once a
+   * scan, the lists are merged); one given data once costs one request
+   * more. */
   if (tuple_push(&mk.cand, &mk.ncand, &mk.cand_cap, &t) ||
-      (r.epoch == mk.epoch &&
-       tuple_push(&mk.fresh, &mk.nfresh, &mk.fresh_cap, &t)))
+      tuple_push(&mk.fresh, &mk.nfresh, &mk.fresh_cap, &t))
     mk.overflow = true;
   return 0;
 }
@@ -381,9 +387,9 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
   /* A new epoch first: data given to a socket from here on announces it
    * again, for the next scan; what came before is announced already, in
    * the ring buffer, or seen by this scan's requests. A socket announced
-   * between the bump and the end of the read below is asked about by this
-   * scan and the next (mk.fresh): its slot holds the new epoch, so data
-   * that comes after this scan's request would not announce it again. */
+   * in the read below is asked about by this scan and the next (mk.fresh,
+   * marks_on_rec): its data may land after this scan's request, and its
+   * slot may keep that data from announcing it again. */
   uint64_t lost = 0;
   if (++mk.epoch == 0)
     mk.epoch = 1;
