@@ -48,12 +48,29 @@ stalled_check() { # mode
     i=$((i + 1))
   done
   nap 1.5
-  stalled_reads 2
-  n=$(val tcp_window count-stalled_receivers)
-  b=$(val tcp_window bytes-stalled_receivers)
+  # The receiver stays stalled until vmtraffic closes it (8 s): the count
+  # must show it meanwhile. Read after read while it lasts, not only two
+  # reads on: on a starved guest, collectd's csv writer (threads of its
+  # own) may lag the scans, and the values just read may be of scans less
+  # than StalledAfter after the data, which rightly count 0.
+  sr_n=0
+  while :; do
+    stalled_reads 1
+    n=$(val tcp_window count-stalled_receivers)
+    b=$(val tcp_window bytes-stalled_receivers)
+    sr_n=$((sr_n + 1))
+    { [ "${n%.*}" = 1 ] && [ "${b%.*}" = 3000 ]; } || [ $sr_n -ge 6 ] ||
+      ! kill -0 $spid 2>/dev/null && break
+  done
   wait $spid
-  stalled_reads 2
-  n2=$(val tcp_window count-stalled_receivers)
+  # Closed: 0 from a scan after the close on (the same lag as above).
+  sr_n=0
+  while :; do
+    stalled_reads 1
+    n2=$(val tcp_window count-stalled_receivers)
+    sr_n=$((sr_n + 1))
+    [ "${n2%.*}" = 0 ] || [ $sr_n -ge 6 ] && break
+  done
   stop_collectd
   got="stalled ${n:-none} (${b:-none} bytes), after the close ${n2:-none}; $(head -n 1 "$CD/stall.out")"
   if [ -n "$f" ] && [ "$way" != marks ]; then
