@@ -79,15 +79,19 @@ check_hol() { # mode
       b=$(ops tcp_socket_read)
       s0=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
       t0=$(date +%s)
-      out=$(/opt/vm/holtraffic lo 127.0.0.1 $((30000 + (t0 + lag + try) % 10000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
+      # (a port below the ephemeral range, 32768-60999: a client socket
+      # there, or its TIME_WAIT, made the listener's bind fail once)
+      out=$(/opt/vm/holtraffic lo 127.0.0.1 $((20000 + (t0 + lag + try) % 12000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
       settle
       a=$(ops tcp_socket_read)
       s1=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
       maxl=$(max_since netstacklat-tcp_socket_read latency-max "$t0")
       echo "HOL mode=$mode lag=$lag $out"
       hol_parse
-      [ "${H_waited-}" = 0 ] && [ $try -lt 3 ] || break
-      echo "NOTE no data waited behind the hole (the sender was late): again"
+      # again when nothing waited (the sender was late), or when the
+      # traffic did not run at all (no "reads=": holtraffic died early)
+      { [ "${H_waited-}" = 0 ] || [ -z "${H_reads-}" ]; } && [ $try -lt 3 ] || break
+      echo "NOTE no data waited behind the hole, or no traffic: again"
       try=$((try + 1))
     done
     # What must be counted and left out: per read in the fentry flavour,
@@ -95,9 +99,9 @@ check_hol() { # mode
     # bytes read and the kernel's receive timestamps); only the data that
     # arrived out of order waited behind the hole.
     if [ "$f" = tracepoint ]; then
-      wc=$((${H_skbs-} - ${H_skbs_behind-})) ws=${H_skbs_behind-}
+      wc=$((${H_skbs:-0} - ${H_skbs_behind:-0})) ws=${H_skbs_behind:-0}
     else
-      wc=$((${H_reads-} - ${H_waited-})) ws=${H_waited-}
+      wc=$((${H_reads:-0} - ${H_waited:-0})) ws=${H_waited:-0}
     fi
     drops=${H_drops-} ofo=${H_ofo-} behind=${H_behind-} waited=${H_waited-}
     d=$((a - b))
