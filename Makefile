@@ -57,7 +57,7 @@ CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PLUGIN_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden $(WARN) -MMD -MP \
 	-DHAVE_CONFIG_H -I$(COLLECTD_INC) -Iplugin -Ibpf -I$(BUILD)/bpf
-PLUGIN_LDLIBS := -lbpf -lelf -lz -lm
+PLUGIN_LDLIBS := -lbpf -lelf -lz -lm -pthread
 BPF_CFLAGS := -target bpf -g -O2 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) \
 	-Ibpf -Ibpf/vmlinux/$(ARCH) -MMD -MP
 

@@ -28,6 +28,17 @@
  * one, the events between it and now - Interval are put in the last
  * Interval (the sum stays).
  *
+ * Its next value, read N+1's own count, is held too, by half an Interval:
+ * a thread of this file's (the "late" queue) sends it then, or the next
+ * read's start if that comes first. Sent in the same read as the held
+ * count, the two were milliseconds apart, and write_graphite and csv's
+ * StoreRates take the rate from collectd's cache when their turn comes
+ * (uc_get_rate()), not the value's own: on a busy host a write thread
+ * that had updated the cache with the count was overtaken by another
+ * with read N+1's count, and Graphite got a rate of 0 for both (the burst
+ * lost: test_backends, 298 drops, Graphite 0). Half an Interval apart,
+ * each value's rate is its own.
+ *
  * A held series that is not dispatched again at the next read (a cgroup
  * that lived one interval) has its count sent all the same.
  * Series present at the first read are not touched: their counts are
@@ -43,6 +54,7 @@
  * can be, a new series is dispatched as it is (NOTICE once). */
 #include "core/ebpf.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +68,7 @@ struct series_slot {
   uint64_t h;    /* 0: empty */
   uint32_t seen; /* the read it was last dispatched in */
   int32_t held;  /* index in held[], or -1 */
+  uint32_t sent; /* the read whose start sent its held count, or 0 */
 };
 
 struct series_held {
@@ -77,11 +90,34 @@ static struct {
   bool warned;
 } st;
 
+/* The second values, sent half an Interval after their read by a thread
+ * (late_main()) or at the next read's start, whichever comes first. Its
+ * own lock: the thread never touches st. */
+struct series_late {
+  struct series_held v; /* .read: unused */
+  cdtime_t due;
+};
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  pthread_t thread;
+  bool running, stop;
+  struct series_late *q; /* in the order they were read */
+  size_t n, cap;         /* cap <= SERIES_HELD */
+} late = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
 static cdtime_t now_cdtime(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return TIME_T_TO_CDTIME_T(ts.tv_sec) +
          TIME_T_TO_CDTIME_T(ts.tv_nsec) / 1000000000;
+}
+
+static struct timespec cdtime_timespec(cdtime_t t) {
+  cdtime_t frac = t & (((cdtime_t)1 << 30) - 1);
+  return (struct timespec){.tv_sec = (time_t)(t >> 30),
+                           .tv_nsec = (long)((frac * 1000000000ull) >> 30)};
 }
 
 static uint64_t fnv1a64(uint64_t h, const char *s) {
@@ -225,6 +261,89 @@ static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
   return true;
 }
 
+/* Sends every late value due by `until` (all of them: UINT64_MAX), in
+ * order, outside the lock. */
+static void late_send(cdtime_t until) {
+  struct series_late one;
+  for (;;) {
+    pthread_mutex_lock(&late.lock);
+    if (!late.n || late.q[0].due > until) {
+      pthread_mutex_unlock(&late.lock);
+      return;
+    }
+    one = late.q[0];
+    memmove(late.q, late.q + 1, --late.n * sizeof(*late.q));
+    pthread_mutex_unlock(&late.lock);
+    value_list_t vl = VALUE_LIST_INIT;
+    memcpy(vl.plugin, one.v.id[0], DATA_MAX_NAME_LEN);
+    memcpy(vl.plugin_instance, one.v.id[1], DATA_MAX_NAME_LEN);
+    memcpy(vl.type, one.v.id[2], DATA_MAX_NAME_LEN);
+    memcpy(vl.type_instance, one.v.id[3], DATA_MAX_NAME_LEN);
+    dispatch_at(&vl, one.v.v, one.v.t);
+  }
+}
+
+static void *late_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&late.lock);
+  while (!late.stop) {
+    if (!late.n) {
+      pthread_cond_wait(&late.cond, &late.lock);
+      continue;
+    }
+    cdtime_t due = late.q[0].due;
+    if (now_cdtime() < due) {
+      struct timespec ts = cdtime_timespec(due);
+      pthread_cond_timedwait(&late.cond, &late.lock, &ts);
+      continue;
+    }
+    pthread_mutex_unlock(&late.lock);
+    late_send(now_cdtime());
+    pthread_mutex_lock(&late.lock);
+  }
+  pthread_mutex_unlock(&late.lock);
+  return NULL;
+}
+
+/* A held series' second value (read N+1's own count): sent half an
+ * Interval later, stamped now. false: send it now (no room, no thread). */
+static bool defer(const value_list_t *vl, uint64_t h, int64_t v) {
+  cdtime_t now = now_cdtime();
+  bool ok = false;
+  pthread_mutex_lock(&late.lock);
+  for (size_t i = 0; i < late.n; i++)
+    if (late.q[i].v.h == h) { /* twice in one read: the later count */
+      late.q[i].v.v = v;
+      pthread_mutex_unlock(&late.lock);
+      return true;
+    }
+  if (!late.running) {
+    late.stop = false;
+    late.running = pthread_create(&late.thread, NULL, late_main, NULL) == 0;
+  }
+  if (late.running && late.n == late.cap && late.cap < SERIES_HELD) {
+    size_t cap = late.cap ? late.cap * 2 : 16;
+    void *p = realloc(late.q, cap * sizeof(*late.q));
+    if (p) {
+      late.q = p;
+      late.cap = cap;
+    }
+  }
+  if (late.running && late.n < late.cap) {
+    struct series_late *l = &late.q[late.n++];
+    *l = (struct series_late){.v = {.h = h, .v = v, .t = now},
+                              .due = now + plugin_get_interval() / 2};
+    memcpy(l->v.id[0], vl->plugin, DATA_MAX_NAME_LEN);
+    memcpy(l->v.id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
+    memcpy(l->v.id[2], vl->type, DATA_MAX_NAME_LEN);
+    memcpy(l->v.id[3], vl->type_instance, DATA_MAX_NAME_LEN);
+    pthread_cond_signal(&late.cond);
+    ok = true;
+  }
+  pthread_mutex_unlock(&late.lock);
+  return ok;
+}
+
 bool series_derive(value_list_t *vl, int64_t v) {
   if (st.read == 0)
     return true; /* no read has begun: a unit test, or init */
@@ -237,6 +356,8 @@ bool series_derive(value_list_t *vl, int64_t v) {
     }
     s->seen = st.read; /* (a count held at the last read went out at the
                           read's start, flush_held()) */
+    if (s->sent == st.read)
+      return !defer(vl, h, v); /* its second value: half an Interval on */
     return true;
   }
   if (st.read == 1) {
@@ -270,6 +391,7 @@ void series_renamed(const value_list_t *vl) {
 static void flush_held(void);
 
 void series_read_begin(void) {
+  late_send(UINT64_MAX); /* second values the thread has not sent yet */
   st.read++;
   st.t_now = now_cdtime();
   flush_held();
@@ -291,8 +413,10 @@ static void flush_held(void) {
       memcpy(vl.type, hd.id[2], DATA_MAX_NAME_LEN);
       memcpy(vl.type_instance, hd.id[3], DATA_MAX_NAME_LEN);
       dispatch_at(&vl, hd.v, hd.t);
-      if (s)
+      if (s) {
         s->held = -1;
+        s->sent = st.read; /* its next value waits (defer()) */
+      }
       continue;
     }
     if (s)
@@ -306,6 +430,17 @@ static void flush_held(void) {
 void series_read_end(void) {}
 
 void series_reset(void) {
+  pthread_mutex_lock(&late.lock);
+  bool join = late.running;
+  late.stop = true;
+  pthread_cond_signal(&late.cond);
+  pthread_mutex_unlock(&late.lock);
+  if (join)
+    pthread_join(late.thread, NULL);
+  free(late.q); /* like the held counts, not sent at shutdown */
+  late.q = NULL;
+  late.n = late.cap = 0;
+  late.running = late.stop = false;
   free(st.slot);
   free(st.held);
   memset(&st, 0, sizeof(st));

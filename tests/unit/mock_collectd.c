@@ -21,7 +21,10 @@ int mock_nmeta_live;
 int mock_nmeta_fail_at;
 char *hostname_g = "mockhost";
 
+cdtime_t mock_interval = TIME_T_TO_CDTIME_T(10);
+
 void mock_reset(void) {
+  mock_interval = TIME_T_TO_CDTIME_T(10);
   mock_nvalues = 0;
   mock_nlog = 0;
   mock_nnotif = 0;
@@ -150,14 +153,16 @@ void plugin_log(int level, const char *format, ...) {
 int plugin_dispatch_values(value_list_t const *vl) {
   if (mock_nvalues >= MOCK_MAX_VALUES)
     return -1;
-  struct mock_value *m = &mock_values[mock_nvalues++];
+  struct mock_value *m = &mock_values[mock_nvalues];
   m->vl = *vl;
   m->v = vl->values[0];
   m->vl.values = &m->v;
+  /* Seen whole by a test that waits for a value another thread sends. */
+  __atomic_store_n(&mock_nvalues, mock_nvalues + 1, __ATOMIC_RELEASE);
   return 0;
 }
 
-cdtime_t plugin_get_interval(void) { return TIME_T_TO_CDTIME_T(10); }
+cdtime_t plugin_get_interval(void) { return mock_interval; }
 
 int plugin_register_complex_config(const char *type,
                                    int (*callback)(oconfig_item_t *)) {

@@ -42,6 +42,9 @@ extern int mock_nmeta_fail_at;
 const struct mock_nmeta *mock_nmeta_find(const struct mock_notif *m,
                                          const char *name);
 
+/* What plugin_get_interval() returns: 10 s, set again by mock_reset(). */
+extern cdtime_t mock_interval;
+
 void mock_reset(void);
 const struct mock_value *mock_find(const char *plugin, const char *pi,
                                    const char *type, const char *ti);

@@ -15,8 +15,8 @@ static void derive(const char *pi, const char *ti, int64_t v) {
 /* The values of one identifier the mock received since *from, in order. */
 static int values_of(const char *pi, const char *ti, int from,
                      const struct mock_value **out, int max) {
-  int n = 0;
-  for (int i = from; i < mock_nvalues && n < max; i++) {
+  int n = 0, nv = __atomic_load_n(&mock_nvalues, __ATOMIC_ACQUIRE);
+  for (int i = from; i < nv && n < max; i++) {
     const value_list_t *vl = &mock_values[i].vl;
     if (!strcmp(vl->plugin_instance, pi) && !strcmp(vl->type_instance, ti))
       out[n++] = &mock_values[i];
@@ -63,24 +63,66 @@ DEF_TEST(new_series_from_zero) {
   series_read_begin();
   derive("old", "", 7);
   derive("no_socket", "", 450);
+  derive("no_socket", "", 451); /* twice in a read: the later count */
+  cdtime_t t3 = late.n == 1 ? late.q[0].v.t : 0;
+  cdtime_t due = late.n == 1 ? late.q[0].due : 0;
   series_read_end();
   /* The held count first, at the read's start, ahead of every value of the
-   * read: the two of no_socket far apart in collectd's write queue. */
+   * read; the read's own count is not sent in the same read (it waits
+   * half an Interval, 5 s here: the thread has not sent it yet). */
   CHECK_EQ_STR("no_socket", mock_values[mark].vl.plugin_instance);
   CHECK_EQ_INT(300, mock_values[mark].v.derive);
-  CHECK_EQ_INT(2, values_of("no_socket", "", mark, v, 8));
+  CHECK_EQ_INT(1, values_of("no_socket", "", mark, v, 8));
   CHECK_EQ_INT(300, v[0]->v.derive);
   CHECK_EQ_U64(t2, v[0]->vl.time);
-  CHECK_EQ_INT(450, v[1]->v.derive);
-  CHECK_EQ_INT(0, (long long)v[1]->vl.time);
+  CHECK(t3 >= st.t_now && due - t3 == plugin_get_interval() / 2);
   CHECK_EQ_INT(1, values_of("old", "", mark, v, 8)); /* once a read */
-  /* From then on as it is. */
+  /* Not yet sent by the next read's start: sent there first, stamped when
+   * it was read. From then on as it is. */
   mark = mock_nvalues;
   series_read_begin();
   derive("no_socket", "", 460);
   series_read_end();
-  CHECK_EQ_INT(1, values_of("no_socket", "", mark, v, 8));
-  CHECK_EQ_INT(460, v[0]->v.derive);
+  CHECK_EQ_STR("no_socket", mock_values[mark].vl.plugin_instance);
+  CHECK_EQ_INT(2, values_of("no_socket", "", mark, v, 8));
+  CHECK_EQ_INT(451, v[0]->v.derive);
+  CHECK_EQ_U64(t3, v[0]->vl.time);
+  CHECK_EQ_INT(460, v[1]->v.derive);
+  CHECK_EQ_INT(0, (long long)v[1]->vl.time);
+  CHECK_EQ_INT(0, (long long)late.n);
+  return 0;
+}
+
+/* The second value goes out half an Interval after its read, from the
+ * file's thread, without waiting for the next read: a write thread that
+ * took the held count has that long to hand it to write_graphite before
+ * the cache holds a newer count (whose rate write_graphite would send). */
+DEF_TEST(second_value_half_an_interval_on) {
+  series_reset();
+  mock_reset();
+  mock_interval = TIME_T_TO_CDTIME_T(1) / 5; /* 200 ms */
+  for (int r = 0; r < 3; r++) {
+    series_read_begin();
+    if (r == 1)
+      derive("no_socket", "", 300);
+    if (r == 2)
+      derive("no_socket", "", 310);
+    series_read_end();
+  }
+  cdtime_t t3 = st.t_now;
+  const struct mock_value *v[8];
+  CHECK_EQ_INT(2, values_of("no_socket", "", 0, v, 8)); /* 0, 300 */
+  int n = 0;
+  for (int i = 0; i < 300 && n < 3; i++) { /* 3 s at most */
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+    n = values_of("no_socket", "", 0, v, 8);
+  }
+  CHECK_EQ_INT(3, n);
+  CHECK_EQ_INT(310, v[2]->v.derive);
+  CHECK(v[2]->vl.time >= t3);
+  CHECK_EQ_INT(0, (long long)late.n);
+  series_reset();
   return 0;
 }
 
@@ -166,6 +208,7 @@ int main(void) {
   tl_prog = "series_test";
   RUN_TEST(first_read_as_it_is);
   RUN_TEST(new_series_from_zero);
+  RUN_TEST(second_value_half_an_interval_on);
   RUN_TEST(one_interval_series_flushed);
   RUN_TEST(renamed_counts_on);
   RUN_TEST(bounded);
