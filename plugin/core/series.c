@@ -52,6 +52,9 @@
  * them; one lookup per DERIVE value. When it is full, identifiers not
  * dispatched for SERIES_AGE reads are forgotten (once a read); if none
  * can be, a new series is dispatched as it is (NOTICE once). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
 #include "core/ebpf.h"
 
 #include <pthread.h>
@@ -96,6 +99,7 @@ static struct {
 struct series_late {
   struct series_held v; /* .read: unused */
   cdtime_t due;
+  cdtime_t interval; /* the read's: the thread has no plugin context */
 };
 
 static struct {
@@ -279,12 +283,19 @@ static void late_send(cdtime_t until) {
     memcpy(vl.plugin_instance, one.v.id[1], DATA_MAX_NAME_LEN);
     memcpy(vl.type, one.v.id[2], DATA_MAX_NAME_LEN);
     memcpy(vl.type_instance, one.v.id[3], DATA_MAX_NAME_LEN);
+    /* Without it, collectd asks for the thread's plugin context, which
+     * this thread has none of: an ERROR ("plugin_get_interval: Unable to
+     * determine Interval from context") for every value. */
+    vl.interval = one.interval;
     dispatch_at(&vl, one.v.v, one.v.t);
   }
 }
 
 static void *late_main(void *arg) {
   (void)arg;
+  /* Its own name in top -H and /proc/<pid>/task/<tid>/comm, not that of
+   * the read thread that made it. */
+  pthread_setname_np(pthread_self(), "ebpf_series");
   pthread_mutex_lock(&late.lock);
   while (!late.stop) {
     if (!late.n) {
@@ -331,8 +342,10 @@ static bool defer(const value_list_t *vl, uint64_t h, int64_t v) {
   }
   if (late.running && late.n < late.cap) {
     struct series_late *l = &late.q[late.n++];
+    cdtime_t iv = plugin_get_interval();
     *l = (struct series_late){.v = {.h = h, .v = v, .t = now},
-                              .due = now + plugin_get_interval() / 2};
+                              .due = now + iv / 2,
+                              .interval = iv};
     memcpy(l->v.id[0], vl->plugin, DATA_MAX_NAME_LEN);
     memcpy(l->v.id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
     memcpy(l->v.id[2], vl->type, DATA_MAX_NAME_LEN);

@@ -121,6 +121,8 @@ DEF_TEST(second_value_half_an_interval_on) {
   CHECK_EQ_INT(3, n);
   CHECK_EQ_INT(310, v[2]->v.derive);
   CHECK(v[2]->vl.time >= t3);
+  /* The read's Interval: collectd cannot find it from this thread. */
+  CHECK_EQ_U64(mock_interval, v[2]->vl.interval);
   CHECK_EQ_INT(0, (long long)late.n);
   series_reset();
   return 0;
