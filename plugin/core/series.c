@@ -72,6 +72,7 @@ struct series_slot {
   uint32_t seen; /* the read it was last dispatched in */
   int32_t held;  /* index in held[], or -1 */
   uint32_t sent; /* the read whose start sent its held count, or 0 */
+  uint32_t deferred; /* the read that deferred its second value, or 0 */
 };
 
 struct series_held {
@@ -107,8 +108,9 @@ static struct {
   pthread_cond_t cond;
   pthread_t thread;
   bool running, stop;
-  struct series_late *q; /* in the order they were read */
-  size_t n, cap;         /* cap <= SERIES_HELD */
+  struct series_late *q; /* q[head..n): in the order they were read, and
+                            so of their due times */
+  size_t head, n, cap;   /* cap <= SERIES_HELD */
 } late = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static cdtime_t now_cdtime(void) {
@@ -266,28 +268,32 @@ static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
 }
 
 /* Sends every late value due by `until` (all of them: UINT64_MAX), in
- * order, outside the lock. */
+ * order, a few at a time taken out under the lock and sent outside it. */
 static void late_send(cdtime_t until) {
-  struct series_late one;
+  struct series_late batch[16];
   for (;;) {
+    size_t k = 0;
     pthread_mutex_lock(&late.lock);
-    if (!late.n || late.q[0].due > until) {
-      pthread_mutex_unlock(&late.lock);
-      return;
-    }
-    one = late.q[0];
-    memmove(late.q, late.q + 1, --late.n * sizeof(*late.q));
+    while (k < 16 && late.head < late.n && late.q[late.head].due <= until)
+      batch[k++] = late.q[late.head++];
+    if (late.head == late.n)
+      late.head = late.n = 0;
     pthread_mutex_unlock(&late.lock);
-    value_list_t vl = VALUE_LIST_INIT;
-    memcpy(vl.plugin, one.v.id[0], DATA_MAX_NAME_LEN);
-    memcpy(vl.plugin_instance, one.v.id[1], DATA_MAX_NAME_LEN);
-    memcpy(vl.type, one.v.id[2], DATA_MAX_NAME_LEN);
-    memcpy(vl.type_instance, one.v.id[3], DATA_MAX_NAME_LEN);
-    /* Without it, collectd asks for the thread's plugin context, which
-     * this thread has none of: an ERROR ("plugin_get_interval: Unable to
-     * determine Interval from context") for every value. */
-    vl.interval = one.interval;
-    dispatch_at(&vl, one.v.v, one.v.t);
+    for (size_t i = 0; i < k; i++) {
+      const struct series_late *one = &batch[i];
+      value_list_t vl = VALUE_LIST_INIT;
+      memcpy(vl.plugin, one->v.id[0], DATA_MAX_NAME_LEN);
+      memcpy(vl.plugin_instance, one->v.id[1], DATA_MAX_NAME_LEN);
+      memcpy(vl.type, one->v.id[2], DATA_MAX_NAME_LEN);
+      memcpy(vl.type_instance, one->v.id[3], DATA_MAX_NAME_LEN);
+      /* Without it, collectd asks for the thread's plugin context, which
+       * this thread has none of: an ERROR ("plugin_get_interval: Unable
+       * to determine Interval from context") for every value. */
+      vl.interval = one->interval;
+      dispatch_at(&vl, one->v.v, one->v.t);
+    }
+    if (k < 16)
+      return;
   }
 }
 
@@ -298,11 +304,11 @@ static void *late_main(void *arg) {
   pthread_setname_np(pthread_self(), "ebpf_series");
   pthread_mutex_lock(&late.lock);
   while (!late.stop) {
-    if (!late.n) {
+    if (late.head == late.n) {
       pthread_cond_wait(&late.cond, &late.lock);
       continue;
     }
-    cdtime_t due = late.q[0].due;
+    cdtime_t due = late.q[late.head].due;
     if (now_cdtime() < due) {
       struct timespec ts = cdtime_timespec(due);
       pthread_cond_timedwait(&late.cond, &late.lock, &ts);
@@ -318,19 +324,29 @@ static void *late_main(void *arg) {
 
 /* A held series' second value (read N+1's own count): sent half an
  * Interval later, stamped now. false: send it now (no room, no thread). */
-static bool defer(const value_list_t *vl, uint64_t h, int64_t v) {
+static bool defer(const value_list_t *vl, struct series_slot *s, int64_t v) {
   cdtime_t now = now_cdtime();
   bool ok = false;
   pthread_mutex_lock(&late.lock);
-  for (size_t i = 0; i < late.n; i++)
-    if (late.q[i].v.h == h) { /* twice in one read: the later count */
-      late.q[i].v.v = v;
-      pthread_mutex_unlock(&late.lock);
-      return true;
-    }
+  if (s->deferred == st.read) { /* twice in one read: the later count */
+    for (size_t i = late.head; i < late.n; i++)
+      if (late.q[i].v.h == s->h) {
+        late.q[i].v.v = v;
+        pthread_mutex_unlock(&late.lock);
+        return true;
+      }
+    /* (already sent: the thread was that quick; this one goes now) */
+    pthread_mutex_unlock(&late.lock);
+    return false;
+  }
   if (!late.running) {
     late.stop = false;
     late.running = pthread_create(&late.thread, NULL, late_main, NULL) == 0;
+  }
+  if (late.running && late.n == late.cap && late.head > 0) {
+    memmove(late.q, late.q + late.head, (late.n - late.head) * sizeof(*late.q));
+    late.n -= late.head;
+    late.head = 0;
   }
   if (late.running && late.n == late.cap && late.cap < SERIES_HELD) {
     size_t cap = late.cap ? late.cap * 2 : 16;
@@ -341,16 +357,21 @@ static bool defer(const value_list_t *vl, uint64_t h, int64_t v) {
     }
   }
   if (late.running && late.n < late.cap) {
+    bool was_empty = late.head == late.n;
     struct series_late *l = &late.q[late.n++];
     cdtime_t iv = plugin_get_interval();
-    *l = (struct series_late){.v = {.h = h, .v = v, .t = now},
+    *l = (struct series_late){.v = {.h = s->h, .v = v, .t = now},
                               .due = now + iv / 2,
                               .interval = iv};
     memcpy(l->v.id[0], vl->plugin, DATA_MAX_NAME_LEN);
     memcpy(l->v.id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
     memcpy(l->v.id[2], vl->type, DATA_MAX_NAME_LEN);
     memcpy(l->v.id[3], vl->type_instance, DATA_MAX_NAME_LEN);
-    pthread_cond_signal(&late.cond);
+    /* The thread waits for the first entry's due time, which a later one
+     * does not move: woken only when the queue was empty. */
+    if (was_empty)
+      pthread_cond_signal(&late.cond);
+    s->deferred = st.read;
     ok = true;
   }
   pthread_mutex_unlock(&late.lock);
@@ -370,7 +391,7 @@ bool series_derive(value_list_t *vl, int64_t v) {
     s->seen = st.read; /* (a count held at the last read went out at the
                           read's start, flush_held()) */
     if (s->sent == st.read)
-      return !defer(vl, h, v); /* its second value: half an Interval on */
+      return !defer(vl, s, v); /* its second value: half an Interval on */
     return true;
   }
   if (st.read == 1) {
@@ -452,7 +473,7 @@ void series_reset(void) {
     pthread_join(late.thread, NULL);
   free(late.q); /* like the held counts, not sent at shutdown */
   late.q = NULL;
-  late.n = late.cap = 0;
+  late.head = late.n = late.cap = 0;
   late.running = late.stop = false;
   free(st.slot);
   free(st.held);

@@ -109,6 +109,31 @@ static __u32 batch_entries(size_t vsize) {
   return n ? (__u32)n : 1;
 }
 
+/* *buf with room for want bytes (*size: its room), grown, never shrunk.
+ * Returns 0, or -1 when out of memory. */
+static int grow(void **buf, size_t *size, size_t want) {
+  if (want <= *size)
+    return 0;
+  void *p = realloc(*buf, want);
+  if (!p)
+    return -1;
+  *buf = p;
+  *size = want;
+  return 0;
+}
+
+/* Room for per entries of keys of ksize and values of vsize bytes in
+ * the state's batch buffers, which stay from read to read (at most
+ * READ_BATCH_BYTES of values but for a hash bucket bigger than that).
+ * Returns 0, or -1 when out of memory. */
+static int batch_room(struct nsl_state *s, __u32 per, size_t ksize,
+                      size_t vsize) {
+  return grow(&s->batch_keys, &s->batch_keys_size, (size_t)per * ksize) ||
+                 grow(&s->batch_vals, &s->batch_vals_size, (size_t)per * vsize)
+             ? -1
+             : 0;
+}
+
 /* A slot's row k, summed over its stripes: added to this interval's
  * entries (add_row()) when its slot is in use and its hook loaded. */
 static size_t slot_row(struct nsl_state *s, struct group_prev *cur, size_t n0,
@@ -146,11 +171,12 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
    * batch at a time; one lookup per row where batches are not supported. */
   size_t vsize = (size_t)s->stripes * sizeof(struct nsl_stripe);
   __u32 want = (__u32)(top + 1) * s->nwanted_pos, per = batch_entries(vsize);
-  __u32 *keys = malloc(per * sizeof(*keys));
-  struct nsl_stripe *v = malloc(per * vsize);
+  bool room = batch_room(s, per, sizeof(__u32), vsize) == 0;
+  __u32 *keys = room ? s->batch_keys : NULL;
+  struct nsl_stripe *v = room ? s->batch_vals : NULL;
   size_t n0 = n;
   __u32 done = 0, token = 0;
-  bool first = true, batched = keys && v;
+  bool first = true, batched = room;
   while (batched && done < want) {
     __u32 count = per;
     LIBBPF_OPTS(bpf_map_batch_opts, bo);
@@ -171,8 +197,6 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
   for (__u32 k = batched ? done : 0; v && k < want; k++)
     if (bpf_map_lookup_elem(fd, &k, v) == 0)
       n = slot_row(s, cur, n0, n, k, v, hook_at, top);
-  free(keys);
-  free(v);
   if (n != n0)
     qsort(cur, n, sizeof(*cur), cmp_gkey);
   return n;
@@ -239,36 +263,19 @@ static int read_grouped_keys(const struct nsl_state *s, int fd,
   return 0;
 }
 
-/* Grow the batch's room (keys and values) to per entries. */
-static int batch_room(struct nsl_group_key **keys, struct nsl_stripe **vals,
-                      __u32 per, size_t vsize) {
-  struct nsl_group_key *k2 = realloc(*keys, per * sizeof(**keys));
-  if (!k2)
-    return -1;
-  *keys = k2;
-  struct nsl_stripe *v2 = realloc(*vals, per * vsize);
-  if (!v2)
-    return -1;
-  *vals = v2;
-  return 0;
-}
-
 /* The group table into *t: batched, a batch at a time (READ_BATCH_BYTES),
  * one key at a time where that fails (any error but the end of the map
  * or a bucket bigger than the batch). Returns 0, or -1 when both fail:
  * this interval's grouped values are then left out and the last ones
  * kept as they are, so that the next interval's counters go on from them
  * (a group read only in part would go backwards). */
-static int read_table(const struct nsl_state *s, int fd,
-                      struct table_read *t) {
+static int read_table(struct nsl_state *s, int fd, struct table_read *t) {
   size_t vsize = (size_t)s->stripes * sizeof(struct nsl_stripe);
   __u32 per = batch_entries(vsize), token = 0;
-  struct nsl_group_key *keys = NULL;
-  struct nsl_stripe *vals = NULL;
-  if (batch_room(&keys, &vals, per, vsize)) {
-    free(keys);
+  if (batch_room(s, per, sizeof(struct nsl_group_key), vsize))
     return -1;
-  }
+  struct nsl_group_key *keys = s->batch_keys;
+  struct nsl_stripe *vals = s->batch_vals;
   bool first = true;
   static bool warned_batch;
   bool batch = !test_switch(TEST_NO_BATCH);
@@ -293,8 +300,10 @@ static int read_table(const struct nsl_state *s, int fd,
       continue;
     if (e == ENOSPC) { /* a hash bucket bigger than the batch */
       per *= 2;
-      if ((ret = batch_room(&keys, &vals, per, vsize)) != 0)
+      if ((ret = batch_room(s, per, sizeof(*keys), vsize)) != 0)
         break;
+      keys = s->batch_keys;
+      vals = s->batch_vals;
       continue;
     }
     if (!warned_batch)
@@ -308,26 +317,34 @@ static int read_table(const struct nsl_state *s, int fd,
     E_WARNING("netstacklat: reading the grouped histograms failed: %s; "
               "this interval's grouped values are left out.",
               ERRSTR(errno));
-  free(keys);
-  free(vals);
   return ret;
 }
 
 /* The n entries read, sorted by key, with room after them for the slots'
  * rows (GroupBy cgroup); NULL when out of memory. */
-static struct group_prev *sorted_entries(const struct nsl_state *s,
+static struct group_prev *sorted_entries(struct nsl_state *s,
                                          const struct table_read *t) {
   size_t n = t->n;
   bool slots = s->cgslots.slot != NULL;
   size_t room = n + (slots ? s->cgslots.nused * NSL_NHOOKS : 0);
-  struct group_prev *cur = calloc(room ? room : 1, sizeof(*cur));
+  if (!room)
+    room = 1;
+  /* The read before last's entries' room, grown when short: a new one
+   * every read had its pages faulted in every read. */
+  if (room > s->gspare_cap) {
+    struct group_prev *g = realloc(s->gspare, room * sizeof(*g));
+    if (!g)
+      return NULL;
+    s->gspare = g;
+    s->gspare_cap = room;
+  }
+  struct group_prev *cur = s->gspare;
   /* Sort (key, index) pairs, not the ~2 KB entries. */
   struct gkey_at *order = malloc((n ? n : 1) * sizeof(*order));
-  if (!cur || !order) {
-    free(cur);
-    free(order);
+  if (!order)
     return NULL;
-  }
+  /* Entries past n are written whole when used (add_row()). */
+  memset(cur, 0, n * sizeof(*cur));
   for (size_t i = 0; i < n; i++)
     order[i] = (struct gkey_at){t->keys[i], i};
   qsort(order, n, sizeof(*order), cmp_gkey);
@@ -412,14 +429,14 @@ static struct gname_of *name_groups(struct nsl_state *s,
     free(gu);
     return NULL;
   }
-  bool refreshed = false;
+  bool *refreshed = &s->tree_walked;
   size_t nu = 0;
   for (size_t i = 0, g = 0; i < n; i++) {
     if (i && cur[i].key.group == cur[i - 1].key.group)
       continue;
     gs[g].other = cur[i].key.group == NSL_GROUP_OTHER;
     gs[g].named = gs[g].other ||
-                  group_name(s, &cur[i].key, gs[g].name, &hash[g], &refreshed);
+                  group_name(s, &cur[i].key, gs[g].name, &hash[g], refreshed);
     if (gs[g].named && !gs[g].other)
       gu[nu++] = (struct name_use){gs[g].name, hash[g]};
     g++;
@@ -496,17 +513,19 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
 }
 
 void nsl_read_grouped(struct nsl_state *s, double elapsed) {
+  s->tree_walked = false;
   struct timespec now_ts;
   double now = now_mono(&now_ts);
   nsl_slots_tick(&s->cgslots, now);
   newnames_tick(&s->names, now);
   int fd = bpf_map__fd(s->skel->maps.netstacklat_grouped_seconds);
-  struct table_read t = {0};
+  struct table_read t = {s->tr_keys, s->tr_sums, 0, s->tr_cap};
   struct group_prev *cur =
       read_table(s, fd, &t) == 0 ? sorted_entries(s, &t) : NULL;
   size_t n = t.n;
-  free(t.keys);
-  free(t.sums);
+  s->tr_keys = t.keys; /* kept for the next read */
+  s->tr_sums = t.sums;
+  s->tr_cap = t.cap;
   if (!cur)
     return;
   if (s->cgslots.slot)
@@ -519,15 +538,19 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
     free(groups);
   }
   struct gname_of *gs = name_groups(s, cur, n);
-  if (!gs) {
-    free(cur);
-    return;
-  }
+  if (!gs)
+    return; /* (cur stays the spare) */
   size_t kept = dispatch_groups(s, fd, cur, n, gs, elapsed);
   nsl_other_dispatch(s, elapsed);
   nsl_other_waiting(s);
   free(gs);
-  free(s->gprev);
+  /* This read's entries are the last read's from now on; the last read's
+   * room is the next read's. */
+  struct group_prev *old = s->gprev;
+  size_t old_cap = s->gprev_cap;
   s->gprev = cur;
+  s->gprev_cap = s->gspare_cap;
   s->ngprev = kept;
+  s->gspare = old;
+  s->gspare_cap = old ? old_cap : 0;
 }

@@ -100,6 +100,9 @@ struct nsl_state {
   __u32 hook_pos[NSL_NHOOKS], nwanted_pos;
 
   struct cgroup_tree cgroups;
+  /* The cgroup tree was walked in this read (GroupBy cgroup): a group it
+   * cannot name and a cgroup waiting for a slot then share one walk. */
+  bool tree_walked;
   /* Entries of the Cgroup filter's hash map (the hash way): room for 4
    * times the cgroups matching at start, at least 4096, at most 2^20; more
    * than it holds are retried every interval, with a WARNING. */
@@ -129,6 +132,19 @@ struct nsl_state {
   bool table_full; /* skipped-map_full grew at this read */
   struct group_prev *gprev;
   size_t ngprev;
+  /* The batch lookups' room for keys and values (GroupBy's table and
+   * slots), kept from read to read: made anew at each read, its pages
+   * (up to 4 MiB of values) were faulted in again every time, 1.6 to 13
+   * ms a read on this project's VM (groups.c, batch_room()). */
+  void *batch_keys, *batch_vals;
+  size_t batch_keys_size, batch_vals_size;
+  /* Likewise the table's entries as read (keys and sums, room for
+   * tr_cap), and the entries of the read before last (gspare, room for
+   * gspare_cap; gprev has room for gprev_cap), made into the next read's. */
+  void *tr_keys, *tr_sums;
+  size_t tr_cap;
+  struct group_prev *gspare;
+  size_t gspare_cap, gprev_cap;
   size_t groups_shared;
   /* NewGroupsPerHour: the names given; and the group "other", per hook:
    * the events of the groups refused a name, of groups gone since the last

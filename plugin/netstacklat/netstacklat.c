@@ -98,6 +98,17 @@ static void netstacklat_shutdown(void) {
   free(s->gprev);
   s->gprev = NULL;
   s->ngprev = 0;
+  free(s->batch_keys);
+  free(s->batch_vals);
+  s->batch_keys = s->batch_vals = NULL;
+  s->batch_keys_size = s->batch_vals_size = 0;
+  free(s->tr_keys);
+  free(s->tr_sums);
+  s->tr_keys = s->tr_sums = NULL;
+  s->tr_cap = 0;
+  free(s->gspare);
+  s->gspare = NULL;
+  s->gspare_cap = s->gprev_cap = 0;
   s->groups_shared = 0;
   newnames_free(&s->names);
   nsl_other_reset(s);

@@ -109,7 +109,7 @@ void nsl_other_waiting(struct nsl_state *s) {
   if (!ids)
     return;
   n = read_waiting(fd, n, ids);
-  bool refreshed = false;
+  bool *refreshed = &s->tree_walked; /* (name_groups() may have walked) */
   for (__u32 i = 0; i < n; i++) {
     if (!ids[i])
       continue;
@@ -118,9 +118,9 @@ void nsl_other_waiting(struct nsl_state *s) {
     if (nsl_slots_find(&s->cgslots, ids[i]) >= 0)
       continue;
     const char *rel = cgroup_tree_path(&s->cgroups, ids[i]);
-    if (!rel && !refreshed) { /* made since the last walk */
+    if (!rel && !*refreshed) { /* made since the last walk */
       cgroup_tree_refresh(&s->cgroups);
-      refreshed = true;
+      *refreshed = true;
       rel = cgroup_tree_path(&s->cgroups, ids[i]);
     }
     if (!rel)

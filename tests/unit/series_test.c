@@ -64,8 +64,8 @@ DEF_TEST(new_series_from_zero) {
   derive("old", "", 7);
   derive("no_socket", "", 450);
   derive("no_socket", "", 451); /* twice in a read: the later count */
-  cdtime_t t3 = late.n == 1 ? late.q[0].v.t : 0;
-  cdtime_t due = late.n == 1 ? late.q[0].due : 0;
+  cdtime_t t3 = late.n - late.head == 1 ? late.q[late.head].v.t : 0;
+  cdtime_t due = late.n - late.head == 1 ? late.q[late.head].due : 0;
   series_read_end();
   /* The held count first, at the read's start, ahead of every value of the
    * read; the read's own count is not sent in the same read (it waits
