@@ -48,7 +48,7 @@
  * under the new name, and gets no 0 either.
  *
  * Bookkeeping: an open-addressing table of 64-bit FNV-1a hashes of the
- * identifiers (a hash and two numbers per entry), at most SERIES_MAX of
+ * identifiers (a hash and four numbers per entry), at most SERIES_MAX of
  * them; one lookup per DERIVE value. When it is full, identifiers not
  * dispatched for SERIES_AGE reads are forgotten (once a read); if none
  * can be, a new series is dispatched as it is (NOTICE once). */
@@ -102,6 +102,12 @@ struct series_late {
   cdtime_t due;
   cdtime_t interval; /* the read's: the thread has no plugin context */
 };
+
+_Static_assert(sizeof(struct series_slot) == 24 &&
+                   sizeof(struct series_held) == 544 &&
+                   sizeof(struct series_late) == 560,
+               "series' entries changed size: update docs/reliability.md "
+               "and docs/reading-the-numbers.md");
 
 static struct {
   pthread_mutex_t lock;
