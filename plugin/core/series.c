@@ -229,6 +229,22 @@ static void dispatch_at(value_list_t *vl, int64_t v, cdtime_t t) {
   vl->time = 0;
 }
 
+/* A series' identity kept (hold(), defer()), and made into a value list
+ * again to send its value. */
+static void ids_keep(char id[4][DATA_MAX_NAME_LEN], const value_list_t *vl) {
+  memcpy(id[0], vl->plugin, DATA_MAX_NAME_LEN);
+  memcpy(id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
+  memcpy(id[2], vl->type, DATA_MAX_NAME_LEN);
+  memcpy(id[3], vl->type_instance, DATA_MAX_NAME_LEN);
+}
+
+static void ids_to_vl(value_list_t *vl, char id[4][DATA_MAX_NAME_LEN]) {
+  memcpy(vl->plugin, id[0], DATA_MAX_NAME_LEN);
+  memcpy(vl->plugin_instance, id[1], DATA_MAX_NAME_LEN);
+  memcpy(vl->type, id[2], DATA_MAX_NAME_LEN);
+  memcpy(vl->type_instance, id[3], DATA_MAX_NAME_LEN);
+}
+
 static bool held_room(void) {
   if (st.nheld < st.held_cap)
     return true;
@@ -266,10 +282,7 @@ static bool hold(value_list_t *vl, uint64_t h, int64_t v) {
     return false;
   struct series_held *hd = &st.held[st.nheld++];
   *hd = (struct series_held){.h = h, .v = v, .t = now, .read = st.read};
-  memcpy(hd->id[0], vl->plugin, DATA_MAX_NAME_LEN);
-  memcpy(hd->id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
-  memcpy(hd->id[2], vl->type, DATA_MAX_NAME_LEN);
-  memcpy(hd->id[3], vl->type_instance, DATA_MAX_NAME_LEN);
+  ids_keep(hd->id, vl);
   return true;
 }
 
@@ -286,12 +299,9 @@ static void late_send(cdtime_t until) {
       late.head = late.n = 0;
     pthread_mutex_unlock(&late.lock);
     for (size_t i = 0; i < k; i++) {
-      const struct series_late *one = &batch[i];
+      struct series_late *one = &batch[i];
       value_list_t vl = VALUE_LIST_INIT;
-      memcpy(vl.plugin, one->v.id[0], DATA_MAX_NAME_LEN);
-      memcpy(vl.plugin_instance, one->v.id[1], DATA_MAX_NAME_LEN);
-      memcpy(vl.type, one->v.id[2], DATA_MAX_NAME_LEN);
-      memcpy(vl.type_instance, one->v.id[3], DATA_MAX_NAME_LEN);
+      ids_to_vl(&vl, one->v.id);
       /* Without it, collectd asks for the thread's plugin context, which
        * this thread has none of: an ERROR ("plugin_get_interval: Unable
        * to determine Interval from context") for every value. */
@@ -369,10 +379,7 @@ static bool defer(const value_list_t *vl, struct series_slot *s, int64_t v) {
     *l = (struct series_late){.v = {.h = s->h, .v = v, .t = now},
                               .due = now + iv / 2,
                               .interval = iv};
-    memcpy(l->v.id[0], vl->plugin, DATA_MAX_NAME_LEN);
-    memcpy(l->v.id[1], vl->plugin_instance, DATA_MAX_NAME_LEN);
-    memcpy(l->v.id[2], vl->type, DATA_MAX_NAME_LEN);
-    memcpy(l->v.id[3], vl->type_instance, DATA_MAX_NAME_LEN);
+    ids_keep(l->v.id, vl);
     /* The thread waits for the first entry's due time, which a later one
      * does not move: woken only when the queue was empty. */
     if (was_empty)
@@ -448,10 +455,7 @@ static void flush_held(void) {
     struct series_slot *s = find(hd.h);
     if (hd.read != st.read) {
       value_list_t vl = VALUE_LIST_INIT;
-      memcpy(vl.plugin, hd.id[0], DATA_MAX_NAME_LEN);
-      memcpy(vl.plugin_instance, hd.id[1], DATA_MAX_NAME_LEN);
-      memcpy(vl.type, hd.id[2], DATA_MAX_NAME_LEN);
-      memcpy(vl.type_instance, hd.id[3], DATA_MAX_NAME_LEN);
+      ids_to_vl(&vl, hd.id);
       dispatch_at(&vl, hd.v, hd.t);
       if (s) {
         s->held = -1;

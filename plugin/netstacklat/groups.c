@@ -552,5 +552,5 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
   s->gprev_cap = s->gspare_cap;
   s->ngprev = kept;
   s->gspare = old;
-  s->gspare_cap = old ? old_cap : 0;
+  s->gspare_cap = old_cap;
 }
