@@ -200,8 +200,8 @@ $(foreach t,$(UNIT_WITH_SRC),$(eval $(call unit_with_src,$(word 1,$(subst :, ,$(
 # The atomics' test reads the built BPF objects (not linked).
 $(BUILD)/tests/bpf_atomics_test: | $(BPF_OBJS)
 
-# The Cgroup filter's test loads the maps of netstacklat's object.
-$(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/netstacklat.skel.h
+# The Cgroup filter's test loads the maps of the receive path's object.
+$(BUILD)/tests/nsl_cgfilter_test: $(BUILD)/bpf/rx.skel.h
 
 # The loader's objects: the choice (loader.c), the flavours' probes
 # (probe.c) and libbpf's log (libbpf_log.c); the core's helpers below

@@ -49,7 +49,7 @@ VM_CROSS := $(if $(filter x86_64,$(HOST_ARCH)),$(if $(or $(filter aarch64,$(VM_A
 vm-tools: $(PLUGIN_SO) $(BUILD)/tests/loader_check $(BUILD)/tests/holtraffic $(BUILD)/tests/owners_test $(BUILD)/tests/read_cost $(VM_TOOLS) $(VM_CROSS:%=vm-tools-%) $(VM_SE_RPM)
 $(VM_CROSS:%=vm-tools-%): vm-tools-%:
 	$(Q)$(MAKE) --no-print-directory ARCH=$* BUILD=$(BUILD)/$* $(addprefix $(BUILD)/$*/,ebpf.so \
-		tests/loader_check tests/holtraffic tests/owners_test vm/vmtraffic vm/bpfverify bpf/netstacklat.bpf.o)
+		tests/loader_check tests/holtraffic tests/owners_test vm/vmtraffic vm/bpfverify bpf/rx.bpf.o)
 
 check-vm: deps vm-tools
 	$(Q)BUILD=$(BUILD) VM_KERNELS="$(VM_KERNELS)" VM_ARCHES="$(VM_ARCHES)" VM_KVM=$(VM_KVM) VM_NOBTF=$(VM_NOBTF) VM_SELINUX="$(VM_SELINUX)" tests/vm/run-matrix

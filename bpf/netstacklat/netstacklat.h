@@ -1,10 +1,12 @@
-/* Types shared by bpf/netstacklat/netstacklat.bpf.c and plugin/netstacklat/. */
+/* Types shared by netstacklat's handlers (bpf/netstacklat/handlers.h, in
+ * the receive path's object) and plugin/netstacklat/. */
 #ifndef NETSTACKLAT_H
 #define NETSTACKLAT_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "rx/hooks.h"
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
@@ -20,15 +22,17 @@
 #define NSL_FINE_OCTAVES 25
 #define NSL_NFINE (2 + NSL_FINE_OCTAVES * (1 << NSL_SUB_BITS))
 
+/* netstacklat's hooks are the receive path's (bpf/rx/hooks.h), one
+ * histogram each. */
 enum nsl_hook {
-  NSL_IP_START = 0,
-  NSL_TCP_START,
-  NSL_UDP_START,
-  NSL_TCP_SOCKET_ENQUEUED,
-  NSL_UDP_SOCKET_ENQUEUED,
-  NSL_TCP_SOCKET_READ,
-  NSL_UDP_SOCKET_READ,
-  NSL_NHOOKS,
+  NSL_IP_START = RX_IP_START,
+  NSL_TCP_START = RX_TCP_START,
+  NSL_UDP_START = RX_UDP_START,
+  NSL_TCP_SOCKET_ENQUEUED = RX_TCP_SOCKET_ENQUEUED,
+  NSL_UDP_SOCKET_ENQUEUED = RX_UDP_SOCKET_ENQUEUED,
+  NSL_TCP_SOCKET_READ = RX_TCP_SOCKET_READ,
+  NSL_UDP_SOCKET_READ = RX_UDP_SOCKET_READ,
+  NSL_NHOOKS = RX_NHOOKS,
 };
 
 /* Why an event was not put in the histogram. */

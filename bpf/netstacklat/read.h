@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-/* netstacklat's programs on a socket's read: tcp_socket_read (peeks told
+/* netstacklat's handlers on a socket's read: tcp_socket_read (peeks told
  * apart from reads, each skb counted once, IncludeHOLBlocked) and
- * udp_socket_read.
+ * udp_socket_read. The receive path's programs (bpf/rx/read.h) call the
+ * nsl_on_* functions at the end.
  *
- * Included by netstacklat.bpf.c after enqueued.h, in hook order: the
- * programs keep their order in the object. */
+ * Included by handlers.h after enqueued.h. */
 #ifndef NSL_READ_H
 #define NSL_READ_H
 
@@ -97,89 +97,49 @@ static __always_inline void tcp_read(const struct sock *sk, __u64 t,
   record(NSL_TCP_SOCKET_READ, t, 0, group, sk, NULL, 0);
 }
 
-/* The receive time in tss->ts[0]: a struct timespec64 in the kernels of
- * Debian 11 to 13, a ktime_t (nanoseconds, CLOCK_REALTIME like skb->tstamp)
- * in newer ones (seen in trixie-backports' 7.3: the struct is 24 bytes
- * there). CO-RE picks the layout at load: the other branch's relocation
- * fails and the verifier drops it as dead code. */
-struct scm_timestamping_internal___ktime {
-  ktime_t ts[3];
-} __attribute__((preserve_access_index));
+/* ======================================================== the handlers */
 
-static __always_inline __u64 tss_ns(struct scm_timestamping_internal *tss) {
-  if (bpf_core_field_exists(tss->ts[0].tv_nsec))
-    return tss->ts[0].tv_sec * 1000000000ULL + tss->ts[0].tv_nsec;
-  return ((struct scm_timestamping_internal___ktime *)tss)->ts[0];
+/* tcp_socket_read at tcp_recv_timestamp (fentry, kprobe): t, the receive
+ * time of the data read. */
+static __always_inline void nsl_on_tcp_read(const struct sock *sk, __u64 t,
+                                            const bool probed) {
+  if (NSL_ON(NSL_TCP_SOCKET_READ))
+    tcp_read(sk, t, probed);
 }
 
-static __always_inline __u64 tss_ns_probed(struct scm_timestamping_internal *tss) {
-  if (bpf_core_field_exists(tss->ts[0].tv_nsec)) {
-    struct timespec64 ts;
-    bpf_probe_read_kernel(&ts, sizeof(ts), &tss->ts[0]);
-    return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-  }
-  return BPF_CORE_READ((struct scm_timestamping_internal___ktime *)tss, ts[0]);
-}
-
-SEC("fentry/tcp_recv_timestamp")
-int BPF_PROG(tcp_read_fentry, struct msghdr *msg, const struct sock *sk,
-             struct scm_timestamping_internal *tss) {
-  tcp_read(sk, tss_ns(tss), false);
-  return 0;
-}
-
-/* Fires for every skb (or part of one) copied to user space, by any
- * protocol: keep TCP. One read can copy several skbs, and each is counted,
- * once (tcp_skb_seen()). */
-SEC("tp_btf/skb_copy_datagram_iovec")
-int BPF_PROG(tcp_read_tp, const struct sk_buff *skb, int len) {
-  const struct sock *sk = skb->sk;
-  if (!sk || !is_proto(sk, 6))
-    return 0;
+/* tcp_socket_read at the skb_copy_datagram_iovec tracepoint: an skb of a
+ * TCP socket copied to user space. One read can copy several skbs, and
+ * each is counted, once (tcp_skb_seen()). */
+static __always_inline void nsl_on_tcp_copied(const struct sock *sk,
+                                              const struct sk_buff *skb) {
+  if (!NSL_ON(NSL_TCP_SOCKET_READ))
+    return;
   __u64 group;
   if (!socket_ok(NSL_TCP_SOCKET_READ, sk, skb->skb_iif, &group, false))
-    return 0;
+    return;
   __u32 end = ((const struct tcp_skb_cb *)&skb->cb[0])->end_seq;
   if (tcp_skb_seen(sk, end))
-    return 0;
+    return;
   /* Before the copy, per skb: the skb's own end is the data measured. */
   if (!targ_include_hol && hol_blocked(sk, end)) {
     count_skip(NSL_TCP_SOCKET_READ, group, NSL_SKIP_HOL_BLOCKED);
-    return 0;
+    return;
   }
   __u64 t = skb->tstamp;
   record(NSL_TCP_SOCKET_READ, t, t ? tstamp_not_rx(skb, false) : 0, group,
          sk, skb, 0);
-  return 0;
 }
 
-SEC("kprobe/tcp_recv_timestamp")
-int BPF_KPROBE(tcp_read_kprobe, struct msghdr *msg, const struct sock *sk,
-               struct scm_timestamping_internal *tss) {
-  tcp_read(sk, tss_ns_probed(tss), true);
-  return 0;
-}
-
-/* ===================================================== udp_socket_read */
-
-/* udp_recvmsg and udpv6_recvmsg call it for reads and for recv(MSG_PEEK)
- * alike, with len the bytes copied, negated for a peek (every kernel since
- * 4.13: "peeking ? -err : err"). A peek is not a read: the datagram stays
- * queued and its read comes later (systemd peeks to size its buffer). */
-SEC("fentry/skb_consume_udp")
-int BPF_PROG(udp_read_fentry, struct sock *sk, struct sk_buff *skb, int len) {
-  if (len < 0)
-    return 0;
-  socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, false);
-  return 0;
-}
-
-SEC("kprobe/skb_consume_udp")
-int BPF_KPROBE(udp_read_kprobe, struct sock *sk, struct sk_buff *skb, int len) {
-  if (len < 0)
-    return 0;
-  socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, true);
-  return 0;
+/* udp_socket_read at skb_consume_udp (fentry, kprobe): udp_recvmsg and
+ * udpv6_recvmsg call it for reads and for recv(MSG_PEEK) alike, with len
+ * the bytes copied, negated for a peek (every kernel since 4.13: "peeking
+ * ? -err : err"). A peek is not a read: the datagram stays queued and its
+ * read comes later (systemd peeks to size its buffer). */
+static __always_inline void nsl_on_udp_read(const struct sock *sk,
+                                            const struct sk_buff *skb, int len,
+                                            const bool probed) {
+  if (NSL_ON(NSL_UDP_SOCKET_READ) && len >= 0)
+    socket_skb_hook(NSL_UDP_SOCKET_READ, sk, skb, probed);
 }
 
 #endif /* NSL_READ_H */

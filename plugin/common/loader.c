@@ -147,7 +147,9 @@ void loader_for_each_hook(void (*cb)(const char *feature,
   for (size_t i = 0; i < MAX_HOOK_SETS; i++)
     for (size_t j = 0; hook_sets[i].hooks && j < hook_sets[i].n; j++)
       if (hook_sets[i].hooks[j].wanted)
-        cb(hook_sets[i].feature, &hook_sets[i].hooks[j], arg);
+        cb(hook_sets[i].hooks[j].feature ? hook_sets[i].hooks[j].feature
+                                         : hook_sets[i].feature,
+           &hook_sets[i].hooks[j], arg);
 }
 
 void loader_unlink(struct hook_state *h) {
@@ -212,6 +214,8 @@ static void report(const char *feature, struct hook_state *h) {
   }
   if (!h->wanted)
     return;
+  if (h->feature)
+    feature = h->feature;
   if (h->flavour >= 0)
     E_INFO("%s: hook %s attached with the %s flavour%s%s%s", feature,
            h->def->name, flavour_name((enum flavour)h->flavour),

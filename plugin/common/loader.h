@@ -44,9 +44,8 @@ struct hook_prog {
 };
 
 /* One program of a hook, by its field in the skeleton struct SKEL (e.g.
- * netstacklat_bpf): a name that is not a program of the object fails the
- * build. HOOK_PROG(netstacklat_bpf, ip_start_fentry_v6, true) for an
- * optional one. */
+ * rx_bpf): a name that is not a program of the object fails the build.
+ * HOOK_PROG(rx_bpf, ip_start_fentry_v6, true) for an optional one. */
 #define HOOK_PROG(SKEL, NAME, ...)                                             \
   { offsetof(struct SKEL, progs.NAME), ##__VA_ARGS__ }
 
@@ -61,6 +60,10 @@ struct hook_def {
 struct hook_state {
   const struct hook_def *def;
   bool wanted;          /* set by the feature before loader_run() */
+  /* The feature the hook is named after in the log and by
+   * loader_for_each_hook(); NULL: loader_run()'s. Set by a part that
+   * loads hooks for several features (the receive path, plugin/rx/). */
+  const char *feature;
   /* Set by the feature before loader_run(): flavours its settings rule
    * out, with the reason to log (NULL: allowed). */
   const char *refuse[FLAVOUR_COUNT];
@@ -98,8 +101,9 @@ int loader_run(const char *feature, const struct loader_ops *ops,
  * The hooks leave the list of loader_for_each_hook(). */
 void loader_detach(struct hook_state *hooks, size_t nhooks);
 
-/* Destroy one hook's links and keep its flavour: another feature's program
- * does its work (tcp_window's clamps, served by netstacklat). */
+/* Destroy one hook's links and keep its flavour: another program does its
+ * work (tcp_window's clamps, counted on the receive path), or no client
+ * of the receive path wants it any more. */
 void loader_unlink(struct hook_state *h);
 
 /* The kernel's info of a loaded program (run count and run time while BPF

@@ -5,6 +5,7 @@
 #include "core/ebpf.h"
 #include "common/cgroup.h"
 #include "common/loader.h"
+#include "rx/rx.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -249,6 +250,22 @@ static void check_btf(void) {
                                    "set BTFPath to a BTF file for it)");
 }
 
+/* The receive path, loaded once for the features that joined it at their
+ * init, then each running feature's start. Returns the features still
+ * running. */
+static int start_features(int nrunning) {
+  struct rx_client *clients[NFEATURES];
+  for (size_t f = 0; f < NFEATURES; f++)
+    clients[f] = features[f]->rx;
+  rx_start(clients, NFEATURES);
+  for (size_t f = 0; f < NFEATURES; f++)
+    if (running[f] && features[f]->start && features[f]->start() != 0) {
+      running[f] = false;
+      nrunning--;
+    }
+  return nrunning;
+}
+
 static int ebpf_init(void) {
   if (config_errors) {
     E_ERROR("%d configuration error%s (see above); the plugin is disabled.",
@@ -257,7 +274,7 @@ static int ebpf_init(void) {
   }
   loader_log_install();
   for (size_t f = 0; f < NFEATURES; f++)
-    if (configured[f] && features[f]->bpf_object) {
+    if (configured[f] && (features[f]->bpf_object || features[f]->rx)) {
       check_capabilities();
       check_btf();
       break;
@@ -290,8 +307,8 @@ static int ebpf_init(void) {
     if (st == -EINVAL)
       config_errors++; /* a setting that names nothing real */
   }
-  loader_btf_release();
   if (config_errors) {
+    loader_btf_release();
     /* Nothing of ours may stay attached once collectd unloads us. */
     for (size_t f = 0; f < NFEATURES; f++) {
       if (running[f])
@@ -306,6 +323,8 @@ static int ebpf_init(void) {
             config_errors, config_errors == 1 ? "" : "s");
     return -1;
   }
+  nrunning = start_features(nrunning);
+  loader_btf_release();
   /* Parsing the kernel's BTF leaves ~11 MiB freed but kept by malloc. */
   malloc_trim(0);
   if (nconfigured == 0)
@@ -376,6 +395,9 @@ static int ebpf_read(void) {
         read_bpf_stats(obj);
     }
   }
+  /* The receive path's programs, once for every feature on them. */
+  if (stats_fd >= 0 && rx_object())
+    read_bpf_stats(rx_object());
   series_read_end();
   return 0;
 }

@@ -15,14 +15,21 @@
 #include <stdint.h>
 
 /* ---- features ---- */
+struct rx_client;
+
 struct ebpf_feature {
   const char *block; /* config block name, e.g. "Pressure" */
   const char *name;  /* metric "plugin" field, e.g. "pressure" */
   /* Parse the block. Returns 0 or -1 (after logging an ERROR). */
   int (*config)(const oconfig_item_t *ci);
   /* Start. Returns 0 when running; a negative errno when the feature cannot
-   * run on this host (it has already said why with one WARNING). */
+   * run on this host (it has already said why with one WARNING). A feature
+   * with handlers on the receive path joins it here (rx_join()). */
   int (*init)(void);
+  /* Optional: after every init, once the receive path (plugin/rx/) is
+   * loaded for the features that joined it: the feature takes what it got.
+   * Same returns as init (the feature has shut itself down on failure). */
+  int (*start)(void);
   int (*read)(void);
   void (*shutdown)(void);
   /* Programs of this feature's loaded BPF object, for self-monitoring; may
@@ -30,6 +37,10 @@ struct ebpf_feature {
   struct bpf_object *(*bpf_object)(void);
   /* The block's keys (core/keys.h): what the docs are held to. */
   const struct cfg_block *keys;
+  /* The feature as a client of the receive path, or NULL: the core hands
+   * every feature's to rx_start(), which opens the object with the
+   * clients that did not join told so (their maps at their smallest). */
+  struct rx_client *rx;
 };
 
 /* <Plugin ebpf>'s own keys (AttachMode, BPFStats, BTFPath). */
@@ -39,42 +50,6 @@ extern const struct ebpf_feature feature_pressure;
 extern const struct ebpf_feature feature_netstacklat;
 extern const struct ebpf_feature feature_tcp_window;
 extern const struct ebpf_feature feature_drops;
-
-/* One program on sk_data_ready for two features (issue 23): while
- * netstacklat's tcp_socket_enqueued runs in the tracepoint flavour, its
- * program also counts tcp_window's clamped wakeups (rcv_ssthresh below
- * threshold; netns_inum 0: every namespace), and tcp_window attaches none
- * of its own there. netstacklat_serve_tcp_window() returns 0 when it does
- * (netstacklat inits first), -ENOENT when it cannot; the per-CPU counter
- * is then netstacklat_tcp_window_map() (NULL once netstacklat is gone:
- * ask at every read), and netstacklat_unserve_tcp_window() stops it. */
-struct bpf_map;
-int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum);
-struct bpf_map *netstacklat_tcp_window_map(void);
-void netstacklat_unserve_tcp_window(void);
-
-/* tcp_window's stalled receivers by marked sockets (bpf/tcp_window/tcp_window.h):
- * while netstacklat's tcp_socket_enqueued program runs (any flavour), it
- * can announce every TCP socket of namespace netns_inum (0: all) that is
- * given data, once per epoch, as struct tcpw_mark_rec on the ring buffer
- * *marks_fd. netstacklat_serve_stalled() returns 0 when it can, -ENOENT
- * when not; the announcements start with the first epoch other than 0
- * set by netstacklat_stalled_epoch() (which also gives the count of
- * announcements lost to a full ring buffer; -ENOENT once netstacklat is
- * gone), and netstacklat_unserve_stalled() stops them. */
-int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd);
-/* What a feature's configuration needs of the programs another part
- * loads, said by its config callback (every config callback runs before
- * any init): the part that loads them sizes its maps by it, and neither
- * knows the other. EBPF_NEED_STALLED_MARKS: the stalled receivers' marks
- * (a 4 MiB ring and a 1 MiB table in netstacklat's object; one page and
- * one bucket when nothing needs them, and netstacklat_serve_stalled()
- * then returns -ENOENT). */
-enum { EBPF_NEED_STALLED_MARKS = 1u << 0 };
-void ebpf_need(unsigned need);
-bool ebpf_needed(unsigned need);
-int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost);
-void netstacklat_unserve_stalled(void);
 
 /* ---- dispatch helpers ---- */
 void submit_gauge(const char *plugin, const char *plugin_instance,

@@ -579,9 +579,3 @@ bool ebpf_percpu_sum(int map_fd, const void *key, uint64_t *sum) {
     *sum += vals[c];
   return true;
 }
-
-/* ebpf_need(): what the features' configurations need of other parts'
- * programs (core/ebpf.h). */
-static unsigned needs;
-void ebpf_need(unsigned need) { needs |= need; }
-bool ebpf_needed(unsigned need) { return (needs & need) == need; }

@@ -5,7 +5,7 @@
  * paths' hashes), and each (hook, group)'s values dispatched against the
  * last read's. A group that is gone is deleted from the table. */
 #include "netstacklat/internal.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 #include "core/testenv.h"
 
 #include <bpf/bpf.h>

@@ -15,6 +15,7 @@
 #include "common/ring.h"
 #include "common/rtclock.h"
 #include "core/ebpf.h"
+#include "rx/rx.h"
 #include "netstacklat/netstacklat.h"
 #include "netstacklat/cgfilter.h"
 #include "netstacklat/ifaces.h"
@@ -69,7 +70,7 @@ struct nsl_config {
   int nbounds;
 };
 
-struct netstacklat_bpf;
+struct rx_bpf;
 struct ring_buffer;
 struct group_prev;
 
@@ -83,7 +84,10 @@ struct nsl_state {
   char bucket_names[HIST_NBUCKETS][32];
   char bound_names[MAX_BOUNDS][32]; /* "le_<ns>" */
 
-  struct netstacklat_bpf *skel;
+  /* The receive path's object while netstacklat is its client, and each
+   * hook as netstacklat wants it (before the start) and got it (after:
+   * rx_view()); the links are the part's. */
+  struct rx_bpf *skel;
   struct hook_state hooks[NSL_NHOOKS];
   int ncpus;
   /* GroupBy's stripes per value (struct nsl_stripe): the possible CPUs
@@ -164,9 +168,9 @@ struct nsl_state {
    * 0 while they are off), and whether the budget was out of reach then. */
   uint64_t auto_run_ns;
   bool auto_over;
-  /* No configuration needs the stalled receivers' marks: their maps are
-   * made at their smallest, and netstacklat_serve_stalled() says -ENOENT. */
-  bool marks_off;
+  /* netstacklat as a client of the receive path (plugin/rx/rx.h): what it
+   * asks of the part and its callbacks. */
+  struct rx_client rx;
 };
 
 /* ---- config.c: the <Netstacklat> block */
@@ -191,9 +195,13 @@ void nsl_config_free(struct nsl_config *cfg);
  * negative errno that the log has said (but -ENOMEM). */
 int nsl_prepare(struct nsl_state *s);
 
-/* The loader's run: the number of hooks attached, or a negative errno
- * when the object could not be opened (s->skel NULL then). */
-int nsl_attach(struct nsl_state *s);
+/* netstacklat joins the receive path (s->rx): its hooks, their flavours'
+ * refusals and programs, its paths and its callbacks. */
+void nsl_join(struct nsl_state *s);
+/* The callbacks of s->rx (rx.h), ctx the state. */
+void nsl_rx_open(void *ctx, struct rx_bpf *skel, bool joined);
+void nsl_rx_loaded(void *ctx, struct rx_bpf *skel);
+void nsl_rx_gone(void *ctx);
 
 /* Once attached: the filters filled, the timestamping socket opened. */
 void nsl_after_attach(struct nsl_state *s);

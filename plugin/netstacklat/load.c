@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* netstacklat's start: the hooks and their programs, the object the
- * settings need (netstacklat, netstacklat_outliers or netstacklat_sampled)
- * with its rodata and maps set before load, the Cgroup filter's way
- * (ancestors, cgroup storage where the kernel lets the programs use it,
- * or hash maps), the clock of "now", and after the loader has attached
- * the hooks, the filters filled and the timestamping socket. */
+/* netstacklat's start: the hooks it wants of the receive path (plugin/rx/,
+ * which loads the programs once for every feature with handlers there)
+ * and the paths its settings need compiled in, its rodata and maps set
+ * when the part opens the object, the Cgroup filter's way (ancestors,
+ * cgroup storage where the kernel lets the programs use it, or hash maps),
+ * the clock of "now", and once the hooks are attached, the filters filled
+ * and the timestamping socket. */
 #include "netstacklat/internal.h"
 #include "cgprobe.skel.h"
-#include "netstacklat.skel.h"
-#include "netstacklat_outliers.skel.h"
-#include "netstacklat_sampled.skel.h"
 #include "core/testenv.h"
+#include "rx.skel.h"
 
 #include <bpf/bpf.h>
 #include <linux/net_tstamp.h>
@@ -20,57 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* netstacklat_outliers.bpf.o is opened through netstacklat's skeleton. */
-_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
-                   sizeof(struct netstacklat_outliers_bpf__rodata) &&
-               sizeof(struct netstacklat_bpf__bss) ==
-                   sizeof(struct netstacklat_outliers_bpf__bss) &&
-               sizeof(struct netstacklat_bpf) ==
-                   sizeof(struct netstacklat_outliers_bpf),
-               "the two netstacklat objects differ");
-_Static_assert(sizeof(struct netstacklat_bpf__rodata) ==
-                   sizeof(struct netstacklat_sampled_bpf__rodata) &&
-               sizeof(struct netstacklat_bpf__bss) ==
-                   sizeof(struct netstacklat_sampled_bpf__bss) &&
-               sizeof(struct netstacklat_bpf) ==
-                   sizeof(struct netstacklat_sampled_bpf),
-               "the netstacklat objects differ");
-
-#define P(...) HOOK_PROG(netstacklat_bpf, __VA_ARGS__)
-static const struct hook_def hook_defs[NSL_NHOOKS] = {
-    {"ip_start",
-     {P(ip_start_fentry_v4),
-      P(ip_start_fentry_v6, true),
-      P(ip_start_tp),
-      P(ip_start_kprobe_v4),
-      P(ip_start_kprobe_v6, true)}},
-    {"tcp_start",
-     {P(tcp_start_fentry_v4),
-      P(tcp_start_fentry_v6, true),
-      P(tcp_start_tp),
-      P(tcp_start_kprobe_v4),
-      P(tcp_start_kprobe_v6, true)}},
-    {"udp_start",
-     {P(udp_start_fentry_v4),
-      P(udp_start_fentry_v6, true),
-      P(udp_start_kprobe_v4),
-      P(udp_start_kprobe_v6, true)}},
-    {"tcp_socket_enqueued",
-     /* enqueued_tp serves both enqueue hooks (one program on the
-      * tracepoint): the loader loads and attaches it once. */
-     {P(tcp_enqueued_fexit), P(enqueued_tp), P(tcp_enqueued_kprobe)}},
-    {"udp_socket_enqueued",
-     /* Entry before return in each pair: the loader attaches in this
-      * order, so every return that fires had its entry seen. */
-     {P(udp_enqueued_fentry),
-      P(udp_enqueued_fexit),
-      P(enqueued_tp),
-      P(udp_enqueued_kprobe),
-      P(udp_enqueued_kretprobe)}},
-    {"tcp_socket_read",
-     {P(tcp_read_fentry), P(tcp_read_tp), P(tcp_read_kprobe)}},
-    {"udp_socket_read", {P(udp_read_fentry), P(udp_read_kprobe)}},
-};
+#define P(...) HOOK_PROG(rx_bpf, __VA_ARGS__)
 /* tcp_socket_read with IncludeHOLBlocked false: each flavour's read
  * program with the program that follows out-of-order arrivals on the
  * receive path; kprobe programs cannot have socket storage (refused). */
@@ -88,38 +37,15 @@ void nsl_set_clock_offset(struct nsl_state *s) {
 
 /* ---------------------------------------------------------------- open */
 
-/* netstacklat's object, or with OutlierThreshold or SampleEvery the same
- * maps, programs and variables with the outlier path (and the sampling
- * path), or with the sampling path alone. NULL (errno set) when it cannot
- * be opened. */
-static struct netstacklat_bpf *open_object(const struct nsl_config *cfg) {
-  LIBBPF_OPTS(bpf_object_open_opts, opts,
-              .btf_custom_path = ebpf_global.btf_path);
-  if (!cfg->outlier_s && cfg->sample_every == 1)
-    return netstacklat_bpf__open_opts(&opts);
-  struct netstacklat_bpf *skel = calloc(1, sizeof(*skel));
-  int err = skel ? netstacklat_bpf__create_skeleton(skel) : -ENOMEM;
-  if (!err) {
-    skel->skeleton->data =
-        cfg->outlier_s
-            ? netstacklat_outliers_bpf__elf_bytes(&skel->skeleton->data_sz)
-            : netstacklat_sampled_bpf__elf_bytes(&skel->skeleton->data_sz);
-    err = bpf_object__open_skeleton(skel->skeleton, &opts);
-  }
-  if (err) {
-    if (skel)
-      netstacklat_bpf__destroy(skel);
-    skel = NULL;
-    errno = -err;
-  }
-  return skel;
-}
-
 /* The settings, as constants of the programs (rodata) and the initial
  * values of their variables. */
 static void set_settings(struct nsl_state *s) {
   const struct nsl_config *cfg = &s->cfg;
-  struct netstacklat_bpf *skel = s->skel;
+  struct rx_bpf *skel = s->skel;
+  skel->rodata->nsl_hooks = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    if (s->hooks[h].wanted)
+      skel->rodata->nsl_hooks |= 1u << h;
   skel->rodata->targ_netns = s->netns.inum;
   skel->rodata->targ_filter_ifindex = cfg->nifaces > 0;
   skel->rodata->targ_filter_cgroup = cfg->ncgroups > 0;
@@ -145,7 +71,7 @@ static void set_settings(struct nsl_state *s) {
  * cpu & (S - 1); CPUs share stripes, adding atomically, only past
  * NSL_STRIPES_MAX possible CPUs (or with EBPF_TEST_STRIPES). */
 static void size_stripes(struct nsl_state *s) {
-  struct netstacklat_bpf *skel = s->skel;
+  struct rx_bpf *skel = s->skel;
   __u32 value = (__u32)s->stripes * NSL_STRIPE_SIZE;
   skel->rodata->targ_stripe_mask = (__u32)s->stripes - 1;
   skel->rodata->targ_stripes_shared = s->ncpus > s->stripes;
@@ -168,7 +94,7 @@ static int stripes_for(int ncpus) {
  * init. */
 static void size_cgroup_maps(struct nsl_state *s) {
   const struct nsl_config *cfg = &s->cfg;
-  struct netstacklat_bpf *skel = s->skel;
+  struct rx_bpf *skel = s->skel;
   /* One table of (hook, group) entries for all hooks: MaxGroups x wanted
    * hooks, a pool that a busy hook may use more of than its share.
    * Preallocated: entries x stripes x NSL_STRIPE_SIZE (1,728) bytes. */
@@ -209,7 +135,7 @@ static void size_cgroup_maps(struct nsl_state *s) {
 /* Each wanted hook's row in a slot, and GroupBy cgroup's slots and group
  * index. */
 static void size_slot_maps(struct nsl_state *s) {
-  struct netstacklat_bpf *skel = s->skel;
+  struct rx_bpf *skel = s->skel;
   s->nwanted_pos = 0;
   for (int h = 0; h < NSL_NHOOKS; h++) {
     s->hook_pos[h] = s->hooks[h].wanted ? s->nwanted_pos++ : 0;
@@ -237,29 +163,40 @@ static void size_slot_maps(struct nsl_state *s) {
                            BPF_F_NO_PREALLOC);
 }
 
-static struct bpf_object *nsl_open(void *ctx, void **skel_out) {
+/* netstacklat is out (not configured, or its start failed): its maps at
+ * their smallest, its handlers pruned (nsl_hooks 0). */
+static void open_out(struct rx_bpf *skel) {
+  long page = sysconf(_SC_PAGESIZE);
+  bpf_map__set_max_entries(skel->maps.netstacklat_outliers,
+                           page > 0 ? (__u32)page : 4096);
+  bpf_map__set_max_entries(skel->maps.netstacklat_seconds, 1);
+  bpf_map__set_max_entries(skel->maps.netstacklat_grouped_seconds, 1);
+  if (libbpf_probe_bpf_map_type((enum bpf_map_type)32 /* CGRP_STORAGE */,
+                                NULL) == 1)
+    bpf_map__set_map_flags(skel->maps.netstacklat_grouped_seconds,
+                           BPF_F_NO_PREALLOC);
+  bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_filter, 1);
+  bpf_map__set_max_entries(skel->maps.netstacklat_ifindex_filter, 1);
+  bpf_map__set_max_entries(skel->maps.netstacklat_reads, 1);
+  bpf_map__set_type(skel->maps.netstacklat_cgroup_state, BPF_MAP_TYPE_ARRAY);
+  bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
+  bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_state, 1);
+}
+
+void nsl_rx_open(void *ctx, struct rx_bpf *skel, bool joined) {
   struct nsl_state *s = ctx;
-  s->skel = open_object(&s->cfg);
-  if (!s->skel)
-    return NULL;
-  *skel_out = s->skel;
+  if (!joined) {
+    skel->rodata->nsl_hooks = 0;
+    open_out(skel);
+    return;
+  }
+  s->skel = skel;
   set_settings(s);
   size_stripes(s);
   size_cgroup_maps(s);
   size_slot_maps(s);
   if (!s->cfg.nifaces)
     bpf_map__set_max_entries(s->skel->maps.netstacklat_ifindex_filter, 1);
-  /* The stalled receivers' marks, only where tcp_window's config wants
-   * them: else one page of ring and one bucket (never written: the epoch
-   * that turns the marking on is only set by netstacklat_serve_stalled()). */
-  s->marks_off = !ebpf_needed(EBPF_NEED_STALLED_MARKS);
-  if (s->marks_off) {
-    long page = sysconf(_SC_PAGESIZE);
-    bpf_map__set_max_entries(s->skel->maps.netstacklat_tcpw_marks,
-                             page > 0 ? (__u32)page : 4096);
-    bpf_map__set_max_entries(s->skel->maps.netstacklat_tcpw_slots, 1);
-  }
-  return s->skel->obj;
 }
 
 /* The group "other" of each wanted hook, in the group table before any
@@ -278,40 +215,41 @@ static void make_other_entries(struct nsl_state *s) {
   free(zero);
 }
 
-static int nsl_load(void *ctx) {
+void nsl_rx_loaded(void *ctx, struct rx_bpf *skel) {
   struct nsl_state *s = ctx;
-  struct netstacklat_bpf *skel = s->skel;
-  /* The flavours are chosen by now: the shared sk_data_ready program
-   * serves the enqueue hooks that chose it, and only those. */
-  skel->rodata->targ_tcp_enqueued_tp =
-      s->hooks[NSL_TCP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
-  skel->rodata->targ_udp_enqueued_tp =
-      s->hooks[NSL_UDP_SOCKET_ENQUEUED].flavour == FLAVOUR_TP;
-  int err = netstacklat_bpf__load(skel);
-  if (!err)
-    nsl_cgf_loaded(&s->cgf, &skel->data->cg_filter_gen, skel->bss->anc_id,
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_state),
-                   bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
-                   bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
-  if (!err && s->cgslots.slot)
+  nsl_cgf_loaded(&s->cgf, &skel->data->cg_filter_gen, skel->bss->anc_id,
+                 bpf_map__fd(skel->maps.netstacklat_cgroup_state),
+                 bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
+                 bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
+  if (s->cgslots.slot)
     nsl_slots_bind(&s->cgslots,
                    bpf_map__fd(skel->maps.netstacklat_cgroup_slots),
                    bpf_map__fd(skel->maps.netstacklat_cgroup_index), s->stripes,
                    s->nwanted_pos);
-  if (!err && s->cfg.groupby)
+  if (s->cfg.groupby)
     make_other_entries(s);
-  return err;
 }
 
-static void nsl_destroy(void *ctx) {
+void nsl_rx_gone(void *ctx) {
   struct nsl_state *s = ctx;
-  netstacklat_bpf__destroy(s->skel);
   s->skel = NULL;
 }
 
-int nsl_attach(struct nsl_state *s) {
-  struct loader_ops ops = {s, nsl_open, nsl_load, nsl_destroy};
-  return loader_run(FEATURE, &ops, s->hooks, NSL_NHOOKS);
+/* What netstacklat asks of the receive path: the hooks Hooks wants, in
+ * the flavours its settings allow, and the paths SampleEvery and
+ * OutlierThreshold need compiled in. */
+void nsl_join(struct nsl_state *s) {
+  struct rx_client *c = &s->rx;
+  for (int h = 0; h < NSL_NHOOKS; h++) {
+    c->want[h] = s->hooks[h].wanted;
+    c->def[h] = s->hooks[h].def;
+    for (int f = 0; f < FLAVOUR_COUNT; f++)
+      c->refuse[h][f] = s->hooks[h].refuse[f];
+  }
+  c->paths = s->cfg.outlier_s            ? RX_PATH_OUTLIERS
+             : s->cfg.sample_every != 1 ? RX_PATH_SAMPLING
+                                        : 0;
+  rx_join(c);
 }
 
 /* ---------------------------------------------------------------- init */
@@ -387,8 +325,7 @@ static int open_netns(struct nsl_state *s) {
 static void want_hooks(struct nsl_state *s) {
   const struct nsl_config *cfg = &s->cfg;
   for (int h = 0; h < NSL_NHOOKS; h++) {
-    s->hooks[h] = (struct hook_state){.def = &hook_defs[h],
-                                      .wanted = cfg->hook_on[h]};
+    s->hooks[h] = (struct hook_state){.wanted = cfg->hook_on[h]};
     if (h == NSL_TCP_SOCKET_READ && !cfg->include_hol) {
       s->hooks[h].def = &tcp_read_hol_def;
       s->hooks[h].refuse[FLAVOUR_KPROBE] =

@@ -9,10 +9,11 @@
  * This file is the feature as the core sees it (struct ebpf_feature): its
  * entry points give the one state to the parts in their order (config.c
  * the block, load.c the start, read.c, groups.c and sample.c the reads),
- * and shutdown takes it back. And what tcp_window asks of netstacklat's
- * programs on sk_data_ready (netstacklat_serve_*). */
+ * and shutdown takes it back. Its programs are the receive path's
+ * (plugin/rx/): init joins it, and start, once the part has loaded,
+ * takes what it got. */
 #include "netstacklat/internal.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -21,7 +22,13 @@
 #include <unistd.h>
 
 /* The static state of the one running netstacklat. */
-static struct nsl_state nsl = {.ts_sock = -1, .cg_filter_size = 4096};
+static struct nsl_state nsl = {.ts_sock = -1,
+                               .cg_filter_size = 4096,
+                               .rx = {.feature = FEATURE,
+                                      .ctx = &nsl,
+                                      .open = nsl_rx_open,
+                                      .loaded = nsl_rx_loaded,
+                                      .gone = nsl_rx_gone}};
 
 static void netstacklat_shutdown(void);
 
@@ -30,13 +37,22 @@ static int netstacklat_init(void) {
   int err = nsl_prepare(s);
   if (err)
     return err;
-  int n = nsl_attach(s);
-  if (n <= 0 || !s->skel) {
+  nsl_join(s);
+  return 0;
+}
+
+/* The receive path is loaded: each hook as netstacklat got it. */
+static int netstacklat_start(void) {
+  struct nsl_state *s = &nsl;
+  rx_view(&s->rx, s->hooks);
+  int n = 0;
+  for (int h = 0; h < NSL_NHOOKS; h++)
+    n += s->hooks[h].flavour >= 0;
+  if (n == 0 || !s->skel) {
     E_WARNING("netstacklat: no hook could be attached; netstacklat is "
               "disabled.");
-    if (s->skel)
-      netstacklat_shutdown();
-    return n < 0 ? n : -ENOENT;
+    netstacklat_shutdown();
+    return -ENOENT;
   }
   nsl_after_attach(s);
   if (nsl_outliers_open(s)) {
@@ -87,10 +103,8 @@ static int netstacklat_read(void) {
 
 static void netstacklat_shutdown(void) {
   struct nsl_state *s = &nsl;
-  loader_detach(s->hooks, NSL_NHOOKS);
   ebpf_ring_close(&s->outliers);
-  if (s->skel)
-    netstacklat_bpf__destroy(s->skel);
+  rx_leave(&s->rx);
   s->skel = NULL;
   if (s->ts_sock >= 0)
     close(s->ts_sock);
@@ -121,71 +135,8 @@ static void netstacklat_shutdown(void) {
   nsl_config_free(&s->cfg);
 }
 
-static struct bpf_object *netstacklat_object(void) {
-  return nsl.skel ? nsl.skel->obj : NULL;
-}
-
 static int netstacklat_config_entry(const oconfig_item_t *ci) {
   return nsl_configure(&nsl, ci);
-}
-
-/* ----------------------------------- tcp_window's sk_data_ready work */
-
-int netstacklat_serve_tcp_window(uint32_t threshold, uint32_t netns_inum) {
-  if (!nsl.skel || !threshold ||
-      nsl.hooks[NSL_TCP_SOCKET_ENQUEUED].flavour != FLAVOUR_TP)
-    return -ENOENT;
-  nsl.skel->bss->tcpw_netns = netns_inum;
-  /* The namespace before the switch: the program reads it after. */
-  __atomic_store_n(&nsl.skel->bss->tcpw_threshold, threshold, __ATOMIC_RELEASE);
-  return 0;
-}
-
-struct bpf_map *netstacklat_tcp_window_map(void) {
-  return nsl.skel && nsl.skel->bss->tcpw_threshold
-             ? nsl.skel->maps.netstacklat_tcpw_wakeups
-             : NULL;
-}
-
-void netstacklat_unserve_tcp_window(void) {
-  if (nsl.skel)
-    __atomic_store_n(&nsl.skel->bss->tcpw_threshold, 0, __ATOMIC_RELEASE);
-}
-
-int netstacklat_serve_stalled(uint32_t netns_inum, int *marks_fd) {
-  const struct hook_state *h = &nsl.hooks[NSL_TCP_SOCKET_ENQUEUED];
-  if (!nsl.skel || nsl.marks_off || h->flavour < 0 || h->nlinks == 0)
-    return -ENOENT;
-  nsl.skel->bss->tcpw_mark_netns = netns_inum;
-  *marks_fd = bpf_map__fd(nsl.skel->maps.netstacklat_tcpw_marks);
-  return 0;
-}
-
-int netstacklat_stalled_epoch(uint32_t epoch, uint64_t *lost) {
-  if (!nsl.skel)
-    return -ENOENT;
-  /* The namespace before the first epoch: the program reads it after. */
-  __atomic_store_n(&nsl.skel->bss->tcpw_epoch, epoch, __ATOMIC_RELEASE);
-  /* Per CPU: a storm of lost marks writes no shared line. Each CPU's
-   * value is tcp_window's struct tcpw_mark_cpu, whose first field is the
-   * count (per-CPU values are 8-byte aligned). */
-  const struct bpf_map *m = nsl.skel->maps.netstacklat_tcpw_marks_lost;
-  uint32_t zero = 0;
-  int ncpu = libbpf_num_possible_cpus();
-  size_t words = (bpf_map__value_size(m) + 7) / 8;
-  *lost = 0;
-  if (ncpu <= 0 || !words)
-    return 0;
-  uint64_t v[(size_t)ncpu * words];
-  if (bpf_map_lookup_elem(bpf_map__fd(m), &zero, v) == 0)
-    for (int c = 0; c < ncpu; c++)
-      *lost += v[(size_t)c * words];
-  return 0;
-}
-
-void netstacklat_unserve_stalled(void) {
-  if (nsl.skel)
-    __atomic_store_n(&nsl.skel->bss->tcpw_epoch, 0, __ATOMIC_RELEASE);
 }
 
 const struct ebpf_feature feature_netstacklat = {
@@ -194,7 +145,8 @@ const struct ebpf_feature feature_netstacklat = {
     .config = netstacklat_config_entry,
     .keys = &nsl_keys,
     .init = netstacklat_init,
+    .start = netstacklat_start,
     .read = netstacklat_read,
     .shutdown = netstacklat_shutdown,
-    .bpf_object = netstacklat_object,
+    .rx = &nsl.rx,
 };

@@ -6,7 +6,7 @@
  * (the kernel's entry NSL_GROUP_OTHER). Dispatched as "<hook>-other". And
  * the cgroups the kernel noted when the table was full, given slots. */
 #include "netstacklat/internal.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 
 #include <bpf/bpf.h>
 #include <stdio.h>

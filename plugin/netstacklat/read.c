@@ -4,7 +4,7 @@
  * bucket rates, BucketBounds counters), and OutlierThreshold's records
  * and counters. */
 #include "netstacklat/internal.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 
 #include <bpf/bpf.h>
 #include <math.h>

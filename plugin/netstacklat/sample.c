@@ -3,7 +3,7 @@
  * SampleEvery "auto" the N of each hook chosen every interval to keep the
  * programs within CostBudget. */
 #include "netstacklat/internal.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* tcp_window's clamps: TCP receive-window clamps counted by BPF
  * (bpf/tcp_window/tcp_window.bpf.c, one of three flavours chosen at run
- * time by the loader), or, in the tracepoint flavour, by netstacklat's
- * sk_data_ready program when it runs. */
+ * time by the loader), or, in the tracepoint flavour, by the receive
+ * path's sk_data_ready program when it runs (rx.c). */
 #include "tcp_window/internal.h"
 
 #include "common/loader.h"
@@ -47,8 +47,8 @@ static void clamps_destroy(void *ctx) {
   skel = NULL;
 }
 
-/* Clamped wakeups counted by netstacklat's sk_data_ready program
- * (netstacklat_serve_tcp_window()): ours is then detached. */
+/* Clamped wakeups counted by the receive path's sk_data_ready program
+ * (tcpw_rx_serve_wakeups()): ours is then detached. */
 static bool served;
 
 int tcpw_clamps_init(const struct tcpw_cfg *c, uint32_t ino) {
@@ -65,18 +65,25 @@ int tcpw_clamps_init(const struct tcpw_cfg *c, uint32_t ino) {
     E_WARNING(FEATURE ": clamps are not counted on this kernel (see above).");
     return n < 0 ? n : -ENOTSUP;
   }
-  /* One program on sk_data_ready for both features: each program there
-   * costs every packet its entry (docs/performance.md). ClampTransitions
-   * keeps ours (its socket storage is this object's). */
-  served = hooks[0].flavour == FLAVOUR_TP && !cfg->transitions &&
-           netstacklat_serve_tcp_window((uint32_t)cfg->threshold, netns_ino) == 0;
+  return 0;
+}
+
+bool tcpw_clamps_may_ride(void) {
+  return hooks[0].flavour == FLAVOUR_TP && !cfg->transitions;
+}
+
+void tcpw_clamps_start(void) {
+  /* One program on sk_data_ready: each program there costs every packet
+   * its entry (docs/performance.md). ClampTransitions keeps ours (its
+   * socket storage is this object's). */
+  served = tcpw_clamps_may_ride() &&
+           tcpw_rx_serve_wakeups((uint32_t)cfg->threshold, netns_ino) == 0;
   if (served) {
     loader_unlink(&hooks[0]);
-    E_INFO(FEATURE ": clamped wakeups are counted by netstacklat's "
+    E_INFO(FEATURE ": clamped wakeups are counted by the receive path's "
                    "sk_data_ready program (one program on the tracepoint "
-                   "for both features); tcp_window's own is not attached.");
+                   "for every feature); tcp_window's own is not attached.");
   }
-  return 0;
 }
 
 /* Sum of a one-slot per-CPU counter map. */
@@ -102,7 +109,7 @@ void tcpw_clamps_read(value_list_t *vl) {
    * sk_data_ready events of clamped sockets, under its own name
    * (docs/tcp_window.md). */
   if (hooks[0].flavour == FLAVOUR_TP) {
-    struct bpf_map *m = served ? netstacklat_tcp_window_map()
+    struct bpf_map *m = served ? tcpw_rx_wakeups_map()
                                : skel->maps.tcp_window_clamped_wakeups_total;
     if (m && percpu_sum(m, &v) == 0)
       vl_derive(vl, "operations", "clamped_wakeups", (int64_t)v);
@@ -117,7 +124,7 @@ void tcpw_clamps_read(value_list_t *vl) {
 
 void tcpw_clamps_free(void) {
   if (served)
-    netstacklat_unserve_tcp_window();
+    tcpw_rx_unserve_wakeups();
   served = false;
   loader_detach(hooks, 1);
   if (skel)

@@ -3,13 +3,15 @@
  * "tcp_window/tcp_window.h", the header shared with the BPF side
  * (bpf/tcp_window/tcp_window.h). tcp_window.c parses the block and starts,
  * reads and stops the parts, which start and fail independently:
+ *   rx.c       its handlers on the receive path (plugin/rx/): the
+ *              marks of the stalled receivers, the clamped wakeups
  *   clamps.c   receive-window clamps (BPF)
  *   tcp_mem.c  TCP memory against net.ipv4.tcp_mem
  *   the stalled receivers, each file using only those listed before it:
  *     sockdiag.c the sock_diag socket and its whole walk
  *     iter.c     the whole walk by a BPF iterator, where it loads
- *     marks.c    the scans: of the sockets announced by netstacklat's
- *                program where it runs, else the whole walks
+ *     marks.c    the scans: of the sockets announced by the receive
+ *                path's programs where they run, else the whole walks
  *     owners.c   who holds a socket that stalls
  *     stalled.c  the counts each read, the tracked set and notifications */
 #ifndef EBPF_TCP_WINDOW_INTERNAL_H
@@ -46,10 +48,45 @@ struct tcpw_cfg {
  * cfg stays the part's until tcpw_clamps_free. 0, or a negative errno
  * after one WARNING. */
 int tcpw_clamps_init(const struct tcpw_cfg *cfg, uint32_t netns_ino);
+/* Whether the clamped wakeups may be counted on the receive path (the
+ * tracepoint flavour, without ClampTransitions), and after the path's
+ * start, whether they are: then ours is detached. */
+bool tcpw_clamps_may_ride(void);
+void tcpw_clamps_start(void);
 void tcpw_clamps_read(value_list_t *vl);
 void tcpw_clamps_free(void);
 /* The loaded BPF object, for self-monitoring; NULL when none. */
 struct bpf_object *tcpw_clamps_object(void);
+
+/* ---- rx.c: tcp_window on the receive path (plugin/rx/rx.h) */
+/* The client the core hands to the part (struct ebpf_feature's rx). */
+extern struct rx_client tcpw_rx;
+/* At init: joins the receive path with the marks' handler (wanting
+ * tcp_socket_enqueued) and the wakeups' (riding on the path's
+ * sk_data_ready program where it runs), each when true. */
+void tcpw_rx_join(bool marks, bool wakeups);
+void tcpw_rx_leave(void);
+/* The clamped wakeups counted on the receive path's sk_data_ready program
+ * (rcv_ssthresh below threshold; netns_inum 0: every namespace):
+ * tcpw_rx_serve_wakeups() returns 0 when they are, -ENOENT when that
+ * program does not run; the per-CPU counter is then
+ * tcpw_rx_wakeups_map() (NULL once the path is gone: ask at every
+ * read), and tcpw_rx_unserve_wakeups() stops it. */
+int tcpw_rx_serve_wakeups(uint32_t threshold, uint32_t netns_inum);
+struct bpf_map *tcpw_rx_wakeups_map(void);
+void tcpw_rx_unserve_wakeups(void);
+/* The stalled receivers' marks (tcp_window.h): while the path's
+ * tcp_socket_enqueued programs run (any flavour), every TCP socket of
+ * namespace netns_inum (0: all) given data is announced once per epoch,
+ * as struct tcpw_mark_rec on the ring buffer *marks_fd.
+ * tcpw_rx_serve_marks() returns 0 when it can, -ENOENT when not; the
+ * announcements start with the first epoch other than 0 set by
+ * tcpw_rx_epoch() (which also gives the count of announcements lost to a
+ * full ring buffer; -ENOENT once the path is gone), and
+ * tcpw_rx_unserve_marks() stops them. */
+int tcpw_rx_serve_marks(uint32_t netns_inum, int *marks_fd);
+int tcpw_rx_epoch(uint32_t epoch, uint64_t *lost);
+void tcpw_rx_unserve_marks(void);
 
 /* ---- tcp_mem.c */
 /* 0, or a negative errno after one WARNING. */
@@ -104,10 +141,12 @@ void tcpw_iter_ntracked(size_t n);
 void tcpw_iter_free(void);
 
 /* ---- marks.c */
-/* After the walks are set up and netstacklat's init: marked scans where
- * they can run, else whole walks (one INFO line says which). 0, or a
- * negative errno (after one WARNING) when the stalled receivers are not to
- * be reported at all. */
+/* Whether the marked scans may run (not forced off by a test). */
+bool tcpw_marks_wanted(void);
+/* After the walks are set up and the receive path's start: marked scans
+ * where they can run, else whole walks (one INFO line says which). 0, or
+ * a negative errno (after one WARNING) when the stalled receivers are not
+ * to be reported at all. */
 int tcpw_marks_start(uint32_t netns_ino);
 /* One whole count of the sockets into *acc, by a marked scan or a whole
  * walk: 0 or a negative errno (after one WARNING). */

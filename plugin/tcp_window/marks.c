@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* tcp_window's stalled receivers by marked sockets, and the whole walks
  * (iter.c, sockdiag.c) they fall back to: a scan counts every socket,
- * whichever way it runs. The announcements come from netstacklat's TCP
- * enqueue program (netstacklat_serve_stalled(), core/ebpf.h). */
+ * whichever way it runs. The announcements come from the receive path's
+ * TCP enqueue programs (rx.c, tcpw_rx_serve_marks()). */
 #define _GNU_SOURCE 1 /* recvmmsg() */
 #include "tcp_window/internal.h"
 
@@ -35,9 +35,9 @@ static int walk_count(uint32_t ms, struct stall_acc *acc) {
   return tcpw_diag_walk(ms, acc);
 }
 
-/* While netstacklat's TCP enqueue program runs (any flavour), it announces
- * every socket of the namespace that is given data, once per scan
- * (netstacklat_serve_stalled(), bpf/tcp_window/tcp_window.h). A scan then asks
+/* While the receive path's TCP enqueue program runs (any flavour), it
+ * announces every socket of the namespace that is given data, once per
+ * scan (tcpw_rx_serve_marks(), bpf/tcp_window/rx.h). A scan then asks
  * sock_diag about those sockets and the ones that still held unread data
  * at the last scan, one exact request each, instead of walking every
  * socket: its cost follows the sockets that receive, and idle sockets cost
@@ -91,7 +91,7 @@ static struct {
   bool on;
   struct ebpf_ring ring; /* bounded reads: common/ring.h */
   uint32_t epoch;
-  uint64_t lost;          /* netstacklat's count at the last scan */
+  uint64_t lost;          /* the programs' count at the last scan */
   double walk_due;        /* CLOCK_MONOTONIC s of the next whole walk */
   struct mark_tuple *cand; /* to ask about */
   size_t ncand, cand_cap;
@@ -188,7 +188,7 @@ static void marks_each(const struct diag_sock *s, void *arg) {
 
 void tcpw_marks_free(void) {
   if (mk.on)
-    netstacklat_unserve_stalled();
+    tcpw_rx_unserve_marks();
   ebpf_ring_close(&mk.ring);
   free(mk.cand);
   free(mk.keep);
@@ -201,14 +201,14 @@ static int marks_init(uint32_t netns_ino) {
   int fd;
   if (tcpw_diag.fd < 0)
     return -ENOTCONN;
-  int err = netstacklat_serve_stalled(netns_ino, &fd);
+  int err = tcpw_rx_serve_marks(netns_ino, &fd);
   if (err)
     return err;
   err = ebpf_ring_open(&mk.ring, fd, sizeof(struct tcpw_mark_rec),
                        marks_on_rec, NULL);
   if (err) {
     ebpf_ring_close(&mk.ring);
-    netstacklat_unserve_stalled();
+    tcpw_rx_unserve_marks();
     return err;
   }
   mk.on = true;
@@ -393,9 +393,9 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
   uint64_t lost = 0;
   if (++mk.epoch == 0)
     mk.epoch = 1;
-  if (netstacklat_stalled_epoch(mk.epoch, &lost) != 0) {
-    E_INFO(FEATURE ": netstacklat stopped; stalled receivers are found by "
-           "a whole walk again.");
+  if (tcpw_rx_epoch(mk.epoch, &lost) != 0) {
+    E_INFO(FEATURE ": the receive path stopped; stalled receivers are "
+           "found by a whole walk again.");
     tcpw_marks_free();
     return walk_count(ms, acc);
   }
@@ -417,9 +417,17 @@ int tcpw_scan(uint32_t ms, struct stall_acc *acc) {
 
 uint64_t tcpw_whole_walks(void) { return walks; }
 
-/* After tcpw_stalled_init and netstacklat's init: marked scans where they
- * can run, else whole walks (one INFO line says which). 0, or a negative
- * errno when the stalled receivers are not to be reported at all. */
+/* Whether the scans may ask about marked sockets (not forced to whole
+ * walks by a test): the receive path's marks are then wanted. */
+bool tcpw_marks_wanted(void) {
+  const char *force = test_switch(TEST_STALLED_SCAN);
+  return !(force && (!strcmp(force, "iter") || !strcmp(force, "sock_diag")));
+}
+
+/* After tcpw_stalled_init and the receive path's start: marked scans where
+ * they can run, else whole walks (one INFO line says which). 0, or a
+ * negative errno when the stalled receivers are not to be reported at
+ * all. */
 int tcpw_marks_start(uint32_t netns_ino) {
   /* EBPF_TEST_STALLED_SCAN=iter or =sock_diag: whole walks only (the
    * tests of each walk); =marks: marked scans or no stalled receivers. */
@@ -429,16 +437,16 @@ int tcpw_marks_start(uint32_t netns_ino) {
   int merr = walks_only ? -ECANCELED : marks_init(netns_ino);
   if (!merr)
     E_INFO(FEATURE ": stalled receivers: each scan asks sock_diag about "
-           "the sockets given data since the last one (announced by "
-           "netstacklat's tcp_socket_enqueued program) and those holding "
+           "the sockets given data since the last one (announced by the "
+           "receive path's tcp_socket_enqueued program) and those holding "
            "unread data; a whole walk every %d s.",
            MARKS_WALK_EVERY_S);
   else if (!walks_only)
     E_INFO(FEATURE ": stalled receivers: every scan walks every TCP socket "
            "(%s), a cost that grows with the sockets, idle ones too.",
-           merr == -ENOENT ? "netstacklat's tcp_socket_enqueued program, "
-                             "which would announce the sockets given data, "
-                             "does not run"
+           merr == -ENOENT ? "the receive path's tcp_socket_enqueued "
+                             "program, which would announce the sockets "
+                             "given data, does not run"
                            : ERRSTR(merr));
   if (merr && force && !strcmp(force, "marks")) {
     E_WARNING(FEATURE ": stalled receivers are not reported: marked scans "

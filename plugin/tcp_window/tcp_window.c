@@ -121,8 +121,6 @@ static int tcp_window_config(const oconfig_item_t *ci) {
             "StalledReceivers and StalledNotifications true.");
     errors++;
   }
-  if (!errors && cfg.stalled)
-    ebpf_need(EBPF_NEED_STALLED_MARKS);
   return errors ? -1 : 0;
 }
 
@@ -164,12 +162,28 @@ static int tcp_window_init(void) {
   }
   stalled_on = cfg.stalled && tcpw_stalled_init(&cfg, &ns) == 0;
   netns_leave(back, FEATURE);
-  if (stalled_on && tcpw_marks_start(netns_ino) != 0)
-    stalled_on = false;
   /* TCP memory and net.ipv4.tcp_mem are host-wide (tcp_mem exists only in
    * the initial namespace): read them from collectd's own. */
   tcp_memory_on = cfg.tcp_memory && tcpw_mem_init() == 0;
   clamps_on = cfg.clamps && tcpw_clamps_init(&cfg, netns_ino) == 0;
+  if (!clamps_on && !tcp_memory_on && !stalled_on) {
+    E_WARNING(FEATURE ": nothing of this feature can run here; it is "
+              "disabled.");
+    tcp_window_shutdown();
+    return -ENOTSUP;
+  }
+  tcpw_rx_join(stalled_on && tcpw_marks_wanted(),
+               clamps_on && tcpw_clamps_may_ride());
+  return 0;
+}
+
+/* The receive path is loaded: the marked scans and the clamped wakeups on
+ * its programs where they run. */
+static int tcp_window_start(void) {
+  if (stalled_on && tcpw_marks_start(netns_ino) != 0)
+    stalled_on = false;
+  if (clamps_on)
+    tcpw_clamps_start();
   if (!clamps_on && !tcp_memory_on && !stalled_on) {
     E_WARNING(FEATURE ": nothing of this feature can run here; it is "
               "disabled.");
@@ -193,6 +207,7 @@ static void tcp_window_shutdown(void) {
   tcpw_marks_free();
   tcpw_stalled_free();
   tcpw_clamps_free();
+  tcpw_rx_leave();
   tcpw_mem_free();
   clamps_on = tcp_memory_on = stalled_on = false;
   cfg_defaults();
@@ -208,7 +223,9 @@ const struct ebpf_feature feature_tcp_window = {
     .config = tcp_window_config,
     .keys = &block,
     .init = tcp_window_init,
+    .start = tcp_window_start,
     .read = tcp_window_read,
     .shutdown = tcp_window_shutdown,
     .bpf_object = tcp_window_bpf_object,
+    .rx = &tcpw_rx,
 };

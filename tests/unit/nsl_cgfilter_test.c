@@ -10,7 +10,7 @@
 #define _GNU_SOURCE /* nftw() */
 #include "../../plugin/netstacklat/cgfilter.c"
 #include "mock_collectd.h"
-#include "netstacklat.skel.h"
+#include "rx.skel.h"
 #include "testlib.h"
 
 #include <bpf/libbpf.h>
@@ -56,14 +56,14 @@ static void clean(void) {
 
 /* The object's maps and variables; NULL (SKIP) where there are no BPF
  * maps (a package build's chroot) or no cgroup2. */
-static struct netstacklat_bpf *open_maps(uint32_t filter_size,
+static struct rx_bpf *open_maps(uint32_t filter_size,
                                          const char **why) {
   *why = NULL;
   if (!cgroup2_root()) {
     *why = "no cgroup2 mount";
     return NULL;
   }
-  struct netstacklat_bpf *skel = netstacklat_bpf__open();
+  struct rx_bpf *skel = rx_bpf__open();
   if (!skel) {
     *why = "cannot open the BPF object";
     return NULL;
@@ -77,22 +77,22 @@ static struct netstacklat_bpf *open_maps(uint32_t filter_size,
     bpf_map__set_map_flags(skel->maps.netstacklat_cgroup_state, 0);
     bpf_map__set_max_entries(skel->maps.netstacklat_cgroup_state, 1);
   }
-  if (netstacklat_bpf__load(skel)) {
-    netstacklat_bpf__destroy(skel);
+  if (rx_bpf__load(skel)) {
+    rx_bpf__destroy(skel);
     *why = "no BPF maps here";
     return NULL;
   }
   return skel;
 }
 
-static void bind_maps(struct nsl_cgfilter *f, struct netstacklat_bpf *skel) {
+static void bind_maps(struct nsl_cgfilter *f, struct rx_bpf *skel) {
   nsl_cgf_loaded(f, &skel->data->cg_filter_gen, skel->bss->anc_id,
                  bpf_map__fd(skel->maps.netstacklat_cgroup_state),
                  bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
                  bpf_map__max_entries(skel->maps.netstacklat_cgroup_filter));
 }
 
-static bool in_hash(struct netstacklat_bpf *skel, uint64_t id) {
+static bool in_hash(struct rx_bpf *skel, uint64_t id) {
   __u64 k = id;
   __u8 v;
   return bpf_map_lookup_elem(bpf_map__fd(skel->maps.netstacklat_cgroup_filter),
@@ -101,7 +101,7 @@ static bool in_hash(struct netstacklat_bpf *skel, uint64_t id) {
 
 DEF_TEST(ancestors_deepest_first_and_made_again) {
   const char *why;
-  struct netstacklat_bpf *skel = open_maps(16, &why);
+  struct rx_bpf *skel = open_maps(16, &why);
   if (!skel) {
     printf("SKIP: nsl_cgfilter.ancestors_deepest_first_and_made_again (%s)\n",
            why);
@@ -150,11 +150,11 @@ DEF_TEST(ancestors_deepest_first_and_made_again) {
   CHECK_EQ_U64(ino("zz"), skel->bss->anc_id[1]);
   CHECK(rm("zz") == 0 && rm("a") == 0 && rm("") == 0);
   nsl_cgf_free(&f);
-  netstacklat_bpf__destroy(skel);
+  rx_bpf__destroy(skel);
   return 0;
 }
 
-static int mark_of(struct netstacklat_bpf *skel, const char *rel,
+static int mark_of(struct rx_bpf *skel, const char *rel,
                    __u32 *mark) {
   char p[1024];
   snprintf(p, sizeof(p), "%s/%s", absbase, rel);
@@ -171,10 +171,10 @@ static int mark_of(struct netstacklat_bpf *skel, const char *rel,
 
 DEF_TEST(storage_marks_what_the_globs_match) {
   const char *why;
-  struct netstacklat_bpf *skel = open_maps(16, &why);
+  struct rx_bpf *skel = open_maps(16, &why);
   if (skel && bpf_map__type(skel->maps.netstacklat_cgroup_state) ==
                   BPF_MAP_TYPE_ARRAY) {
-    netstacklat_bpf__destroy(skel);
+    rx_bpf__destroy(skel);
     skel = NULL;
     why = "no cgroup storage (kernel < 6.2)";
   }
@@ -213,13 +213,13 @@ DEF_TEST(storage_marks_what_the_globs_match) {
   CHECK(rm("x1/below") == 0 && rm("x1") == 0 && rm("x3") == 0 &&
         rm("y") == 0 && rm("") == 0);
   nsl_cgf_free(&f);
-  netstacklat_bpf__destroy(skel);
+  rx_bpf__destroy(skel);
   return 0;
 }
 
 DEF_TEST(hash_holds_the_subtrees_and_says_full) {
   const char *why;
-  struct netstacklat_bpf *skel = open_maps(2, &why);
+  struct rx_bpf *skel = open_maps(2, &why);
   if (!skel) {
     printf("SKIP: cgfilter.hash_holds_the_subtrees_and_says_full (%s)\n",
            why);
@@ -260,7 +260,7 @@ DEF_TEST(hash_holds_the_subtrees_and_says_full) {
   CHECK(rm("a/b") == 0 && rm("a") == 0 && rm("other") == 0 && rm("") == 0);
   cgroup_tree_free(&tree);
   nsl_cgf_free(&f);
-  netstacklat_bpf__destroy(skel);
+  rx_bpf__destroy(skel);
   return 0;
 }
 

@@ -97,7 +97,7 @@ main_start() {
   # verifier's verdict per program by loading each one alone (once).
   if [ $VLOG = 1 ] && [ -z "${VERIFY_DONE:-}" ]; then
     VERIFY_DONE=1
-    /opt/vm/bpfverify /opt/vm/netstacklat.bpf.o 40 | sed 's/^/LOG /'
+    /opt/vm/bpfverify /opt/vm/rx.bpf.o 40 | sed 's/^/LOG /'
   fi
   [ -z "$ATTACHED" ] && logx "ebpf plugin: [a-z]*:" 20
 

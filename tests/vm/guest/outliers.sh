@@ -2,7 +2,7 @@
 # (cells outliers.<mode>), a collectd of its own.
 
 # OutlierThreshold loads the programs built with the outlier path
-# (bpf/netstacklat/outliers.bpf.c): each must load in the flavour that the
+# (bpf/rx/outliers.bpf.c): each must load in the flavour that the
 # mode's main run attached, and a reader 25 ms late (tcp_socket_read, in
 # the reader's context) must be notified with its pid and comm.
 outliers_check() { # mode
@@ -36,6 +36,6 @@ outliers_check() { # mode
   else
     cell "outliers.$1" "$want" no "$n" FAIL "$n hooks with $want (without the option: $nat), $rej programs rejected; $why"
     logx "rejected|unavailable|ERROR|outlier" 20
-    /opt/vm/bpfverify /opt/vm/netstacklat_outliers.bpf.o 40 | sed 's/^/LOG /'
+    /opt/vm/bpfverify /opt/vm/rx_outliers.bpf.o 40 | sed 's/^/LOG /'
   fi
 }

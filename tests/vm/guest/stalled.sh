@@ -1,10 +1,12 @@
 # Sourced by tests/vm/guest-check: tcp_window's stalled receivers (cell
 # tcp_window.stalled), in the auto run, a collectd of its own.
 
-# Stalled receivers (tcp_window) with netstacklat's tcp_socket_enqueued
-# program announcing the sockets given data (marked scans), in the flavour
-# the run gives that hook; where the hook cannot attach (no sk_data_ready
-# tracepoint before 6.6), the whole walk: the same counts either way. The
+# Stalled receivers (tcp_window alone, no netstacklat) with the receive
+# path's tcp_socket_enqueued program, which tcp_window's StalledReceivers
+# wants itself, announcing the sockets given data (marked scans), in the
+# flavour the run gives that hook; where the hook cannot attach (no
+# sk_data_ready tracepoint before 6.6 in the tracepoint mode), the whole
+# walk: the same counts either way. The
 # witness: vmtraffic's one receiver that never reads its 3000 bytes, among
 # 200 idle connections; then none once it closed.
 stalled_reads() { # wait for N more reads of the stalled count (6 s at most)
@@ -18,10 +20,7 @@ stalled_reads() { # wait for N more reads of the stalled count (6 s at most)
 stalled_check() { # mode
   smode=$1
   : >"$LOG"
-  CD_ONLY='  <Netstacklat>
-    Hooks "tcp_socket_enqueued"
-  </Netstacklat>
-  <WindowClamp>
+  CD_ONLY='  <WindowClamp>
     Clamps false
     TcpMemory false
     StalledAfter 1
@@ -35,7 +34,7 @@ stalled_check() { # mode
     return
   fi
   CD_ONLY=""
-  f=$(chosen tcp_socket_enqueued)
+  f=$(sed -n "s/.*tcp_window: hook tcp_socket_enqueued attached with the \([a-z]*\) flavour.*/\1/p" "$LOG" | tail -n 1)
   way=walk
   grep -q "each scan asks sock_diag about" "$LOG" && way=marks
   stalled_reads 1

@@ -49,13 +49,13 @@ check_tcp_window() { # mode
   dp=$(( p1 - p0 ))
   [ "$rounds" -gt 1 ] && echo "NOTE tcp_window.clamps $want: $rounds rounds of the clamp workload"
   no=$(nvals tcp_window operations-$other 2>/dev/null)
-  # The tracepoint flavour with netstacklat's tcp_socket_enqueued there
-  # too: one program on sk_data_ready, netstacklat's, counts both
-  # (docs/tcp_window.md); it must say so.
+  # The tracepoint flavour with the receive path's tcp_socket_enqueued
+  # there too (netstacklat's here): one program on sk_data_ready, the
+  # path's, counts both (docs/tcp_window.md); it must say so.
   one=""
   if [ "$want" = tracepoint ] && grep -q "netstacklat: hook tcp_socket_enqueued attached with the tracepoint flavour" "$LOG"; then
-    if grep -q "tcp_window: clamped wakeups are counted by netstacklat's sk_data_ready program" "$LOG"; then
-      one="; counted by netstacklat's sk_data_ready program (one program there)"
+    if grep -q "tcp_window: clamped wakeups are counted by the receive path's sk_data_ready program" "$LOG"; then
+      one="; counted by the receive path's sk_data_ready program (one program there)"
     else
       one=MISSING
     fi
@@ -63,7 +63,7 @@ check_tcp_window() { # mode
   if [ "$no" -ne 0 ]; then
     cell tcp_window.clamps "$want" yes "$dc" FAIL "operations-$other dispatched $no times by the $want flavour"
   elif [ "$one" = MISSING ]; then
-    cell tcp_window.clamps "$want" yes "$dc" FAIL "netstacklat's tcp_socket_enqueued runs in the tracepoint flavour, but no INFO line says its program counts the clamped wakeups"
+    cell tcp_window.clamps "$want" yes "$dc" FAIL "tcp_socket_enqueued runs in the tracepoint flavour, but no INFO line says the receive path's program counts the clamped wakeups"
   elif [ "$dp" -gt 0 ] && [ "$dc" -ge "$dp" ]; then
     cell tcp_window.clamps "$want" yes "$dc" ok "$name +$dc >= TcpExt PruneCalled +$dp > 0; no $other$one"
   else

@@ -1,37 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
-/* netstacklat: how long a received packet has waited, from its receive
- * timestamp (skb->tstamp, CLOCK_REALTIME) to a point in the network stack.
+/* netstacklat's handlers on the receive path: how long a received packet
+ * has waited, from its receive timestamp (skb->tstamp, CLOCK_REALTIME) to
+ * a point in the network stack. The programs are the receive path's
+ * (bpf/rx/rx.bpf.c, which includes this header): each flavour of a hook
+ * (fentry/fexit, tp_btf, kprobe) finds the skb and socket and calls the
+ * handler of that hook here, while nsl_hooks has the hook's bit (netstacklat
+ * wants it); the verifier prunes the handlers that are off, and the
+ * filters, rodata too, that are off.
  *
- * Each hook has one handler; every attach flavour (fentry/fexit, tp_btf,
- * kprobe) is a thin wrapper that finds the skb and socket and calls it. The
- * loader (plugin/common/loader.c) keeps one flavour per hook. Filters are rodata:
- * the verifier prunes the ones that are off, so they cost nothing.
- *
- * fentry/tp_btf wrappers pass probed=false: fields are read with direct
- * loads through the typed pointer (CO-RE relocated), ~25 ns cheaper per
- * field here than bpf_probe_read_kernel; kprobe wrappers pass probed=true. */
-#include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_endian.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
+ * fentry/tp_btf programs pass probed=false: fields are read with direct
+ * loads through the typed pointer (CO-RE relocated, common/field.h);
+ * kprobe programs pass probed=true. */
+#ifndef NSL_HANDLERS_H
+#define NSL_HANDLERS_H
 
 #include "common/entry_stack.h"
+#include "common/field.h"
 #include "common/sk_addr.h"
 #include "netstacklat/netstacklat.h"
-#include "tcp_window/tcp_window.h"
 
 /* ---- settings, fixed at load ---- */
+/* The hooks netstacklat wants (bit 1 << hook): a handler of a hook without
+ * its bit is pruned, so that a program another feature keeps on that hook
+ * carries none of netstacklat's work. */
+const volatile __u32 nsl_hooks = (1u << NSL_NHOOKS) - 1;
+#define NSL_ON(hook) (nsl_hooks & (1u << (hook)))
 const volatile __u32 targ_netns = 0; /* netns inode number; 0: all */
 const volatile bool targ_filter_ifindex = false;
 const volatile bool targ_filter_cgroup = false;
 const volatile __u32 targ_groupby = NSL_GROUP_NONE;
 const volatile __u32 targ_min_qlen = 0;
 const volatile bool targ_include_hol = true;
-/* Which enqueue hooks the one sk_data_ready program (enqueued_tp) serves:
- * those whose tracepoint flavour the loader chose. */
-const volatile bool targ_tcp_enqueued_tp = true;
-const volatile bool targ_udp_enqueued_tp = true;
 /* SampleEvery: time one event in this many, per CPU and histogram entry;
  * count all of them. The path is compiled only into
  * sampled.bpf.c and outliers.bpf.c (NSL_SAMPLING
@@ -125,9 +124,6 @@ struct {
 enum { UDPQ_SK = 0, UDPQ_TSTAMP, UDPQ_IIF_NOTRX };
 ESTACK_MAP(netstacklat_udp_enqueue_stack);
 
-#define RD(probed, p, ...)                                                     \
-  ((probed) ? BPF_CORE_READ(p, __VA_ARGS__) : ___arrow(p, __VA_ARGS__))
-
 /* The input interface of the socket's cached route. Kernels before 5.16
  * keep it in inet_sock (commit 0c0a5ef809f9, "tcp: move inet->rx_dst_ifindex
  * to sk->sk_rx_dst_ifindex"); there a probe read is needed in every flavour,
@@ -147,18 +143,15 @@ static __always_inline __u32 sk_rx_ifindex(const struct sock *sk,
 /* The parts of the handlers, one concern per header, each after the
  * settings and helpers above that it uses: the OutlierThreshold records,
  * the histograms and record(), the filters and the packet and socket
- * handlers, and the head-of-line tracking of IncludeHOLBlocked false. */
+ * handlers, the head-of-line tracking of IncludeHOLBlocked false, and the
+ * handlers of each group of hooks, in hook order: the packet path
+ * (ip_start, tcp_start, udp_start), a socket's enqueue and its read. */
 #include "netstacklat/outlier.h"
 #include "netstacklat/record.h"
 #include "netstacklat/filters.h"
 #include "netstacklat/hol.h"
-
-/* The programs, a header per group of hooks, in hook order: the packet
- * path (ip_start, tcp_start, udp_start), a socket's enqueue
- * (tcp_socket_enqueued, udp_socket_enqueued, and what they serve
- * tcp_window), and its read (tcp_socket_read, udp_socket_read). */
 #include "netstacklat/start.h"
 #include "netstacklat/enqueued.h"
 #include "netstacklat/read.h"
 
-char LICENSE[] SEC("license") = "GPL";
+#endif /* NSL_HANDLERS_H */
