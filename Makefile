@@ -71,10 +71,10 @@ endif
 
 # A folder per part on each side (docs/development.md has the map). A BPF
 # object is named after its folder and file, the folder's name alone for
-# its main object and for common/: bpf/netstacklat/netstacklat.bpf.c is
-# netstacklat, bpf/netstacklat/sampled.bpf.c netstacklat_sampled,
+# its main object and for common/: bpf/rx/rx.bpf.c is rx,
+# bpf/rx/sampled.bpf.c rx_sampled,
 # bpf/common/probe.bpf.c probe. The name is the skeleton's
-# (netstacklat_sampled.skel.h, struct netstacklat_sampled_bpf) and the
+# (rx_sampled.skel.h, struct rx_sampled_bpf) and the
 # object's in $(BUILD)/bpf, flat.
 BPF_SRCS    := $(wildcard bpf/*/*.bpf.c)
 bpf_dir      = $(patsubst bpf/%/,%,$(dir $(1)))

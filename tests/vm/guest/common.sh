@@ -54,7 +54,7 @@ want_of() {
   case "$1" in auto) echo fentry ;; nobtf) echo kprobe ;; *) echo "$1" ;; esac
 }
 
-# Which flavours the plugin's BPF code has per hook (bpf/netstacklat/netstacklat.bpf.c).
+# Which flavours the plugin's BPF code has per hook (the receive path's, bpf/rx/).
 has_flavour() { # hook flavour
   case "$2" in
   tracepoint) case "$1" in udp_start | udp_socket_read) return 1 ;; esac ;;
