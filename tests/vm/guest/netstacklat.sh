@@ -168,13 +168,19 @@ nsl_cells() {
       # Delay: all reads measured at >= 16.8 ms (never less than the delay),
       # most below 67.1 ms: a guest that the loaded host lets wait reads
       # late for real, and the next bucket, [33.6, 67.1) ms, holds those.
+      # Where the reader's own longest wait (the witness) is 67.1 ms or
+      # more, the guest was starved past that bucket too (an emulated
+      # arm64 guest once had reads wait up to 839 ms, and 10.4 of 21.0
+      # of the rate there): "most" is then not asked, the quantiles
+      # against the reader's waits still are.
       # Every interval's p50 at least the delay less the estimate's 4%
       # (fine buckets; 16.8 ms with the log2 buckets of before).
       note="$note; ${DELAY_MS} ms delay: $((d1 - d0)) of $D_READS reads, buckets [16.8,67.1) ms rate $DHIT of $DTOT, below $DLOW, lowest p50 ${DP50:-none} s (want >= $(awk -v d=$DELAY_MS 'BEGIN { print d * 0.96 / 1000 }')); p50..p99 ${QLO:-none}..${QHI:-none} s, max ${QMAX:-none} s, the reader's waits $WLO..$WHI ns (quantiles within 5%, max within 6.25%)"
       if [ $((d1 - d0)) -ne "$D_READS" ] || ! awk -v h="$DHIT" -v l="$DLOW" -v t="$DTOT" \
         -v p="${DP50:-0}" -v d="$DELAY_MS" -v qlo="${QLO:-0}" -v qhi="${QHI:-0}" \
         -v qmax="${QMAX:-0}" -v wlo="$WLO" -v whi="$WHI" \
-        'BEGIN { exit !(t > 0 && l == 0 && h >= t / 2 && p >= d * 0.96 / 1000 &&
+        'BEGIN { exit !(t > 0 && l == 0 && (h >= t / 2 || whi >= 67108864) &&
+                        p >= d * 0.96 / 1000 &&
                         wlo > 0 && qlo >= 0.95 * wlo / 1e9 && qhi <= 1.05 * whi / 1e9 &&
                         qmax >= 0.999 * wlo / 1e9 && qmax <= 1.0625 * whi / 1e9) }'; then
         ok=FAIL
