@@ -73,7 +73,6 @@ static struct {
   struct rx_client *clients[RX_MAX_CLIENTS];
   size_t nclients;
   unsigned paths;
-  bool loaded; /* the loader's run is over and the object stays */
 } rx;
 
 void rx_join(struct rx_client *c) { c->joined = true; }
@@ -190,8 +189,7 @@ int rx_start(struct rx_client *const *clients, size_t n) {
     return 0;
   struct loader_ops ops = {NULL, rx_open, rx_load, rx_destroy};
   int r = loader_run(first, &ops, rx.hooks, RX_NHOOKS);
-  rx.loaded = rx.skel != NULL;
-  return rx.loaded ? r : (r < 0 ? r : -ENOENT);
+  return rx.skel ? r : (r < 0 ? r : -ENOENT);
 }
 
 struct bpf_object *rx_object(void) { return rx.skel ? rx.skel->obj : NULL; }
@@ -227,7 +225,6 @@ void rx_leave(struct rx_client *c) {
     loader_detach(rx.hooks, RX_NHOOKS);
     if (rx.skel)
       rx_destroy(NULL);
-    rx.loaded = false;
     rx.nclients = 0;
     memset(rx.hooks, 0, sizeof(rx.hooks));
     return;

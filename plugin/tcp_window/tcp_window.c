@@ -147,6 +147,17 @@ static value_list_t *tw_vl(void) {
 
 static void tcp_window_shutdown(void);
 
+/* No part of the feature runs (at init, or once the receive path's start
+ * took the marks away): one WARNING, and the feature stops. */
+static bool nothing_runs(void) {
+  if (clamps_on || tcp_memory_on || stalled_on)
+    return false;
+  E_WARNING(FEATURE ": nothing of this feature can run here; it is "
+            "disabled.");
+  tcp_window_shutdown();
+  return true;
+}
+
 static int tcp_window_init(void) {
   struct netns ns;
   int back, err = netns_resolve(cfg.netns, FEATURE, &ns);
@@ -166,12 +177,8 @@ static int tcp_window_init(void) {
    * the initial namespace): read them from collectd's own. */
   tcp_memory_on = cfg.tcp_memory && tcpw_mem_init() == 0;
   clamps_on = cfg.clamps && tcpw_clamps_init(&cfg, netns_ino) == 0;
-  if (!clamps_on && !tcp_memory_on && !stalled_on) {
-    E_WARNING(FEATURE ": nothing of this feature can run here; it is "
-              "disabled.");
-    tcp_window_shutdown();
+  if (nothing_runs())
     return -ENOTSUP;
-  }
   tcpw_rx_join(stalled_on && tcpw_marks_wanted(),
                clamps_on && tcpw_clamps_may_ride());
   return 0;
@@ -184,12 +191,8 @@ static int tcp_window_start(void) {
     stalled_on = false;
   if (clamps_on)
     tcpw_clamps_start();
-  if (!clamps_on && !tcp_memory_on && !stalled_on) {
-    E_WARNING(FEATURE ": nothing of this feature can run here; it is "
-              "disabled.");
-    tcp_window_shutdown();
+  if (nothing_runs())
     return -ENOTSUP;
-  }
   return 0;
 }
 
