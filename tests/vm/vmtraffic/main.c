@@ -89,7 +89,11 @@
  *       pinned to the next CPU that spins on recv(MSG_DONTWAIT), and the
  *       sender sends the next datagram only when the previous one was read:
  *       a reader ready to take each datagram the moment it is queued.
- *       Prints "conc sent S received R"; exit status 0 only if R = S.
+ *       A flow whose datagram is not read within 10 s sends no more; every
+ *       flow reads what is still queued before it closes its socket (the
+ *       kernel's Udp(6)InDatagrams counts reads).
+ *       Prints "conc sent S received R" (S: sent, probes included);
+ *       exit status 0 only if R = S.
  *
  *   vmtraffic vlan PORT N TAGS
  *       N UDP datagrams to 127.0.0.1:PORT in VLAN tags that stay in the
