@@ -47,7 +47,7 @@ stalled_check() { # mode
     i=$((i + 1))
   done
   nap 1.5
-  # The receiver stays stalled until vmtraffic closes it (8 s): the count
+  # The receiver stays stalled until vmtraffic closes it (8 s at most): the count
   # must show it meanwhile. Read after read while it lasts, not only two
   # reads on: on a starved guest, collectd's csv writer (threads of its
   # own) may lag the scans, and the values just read may be of scans less
@@ -61,6 +61,9 @@ stalled_check() { # mode
     { [ "${n%.*}" = 1 ] && [ "${b%.*}" = 3000 ]; } || [ $sr_n -ge 6 ] ||
       ! kill -0 $spid 2>/dev/null && break
   done
+  # Seen (or not): vmtraffic's exit closes the receiver, as its own close
+  # after 8 s would, without waiting for it.
+  kill $spid 2>/dev/null
   wait $spid
   # Closed: 0 from a scan after the close on (the same lag as above).
   sr_n=0
