@@ -248,6 +248,16 @@ load_flavours() {
     END { for (k in v) print "G_" k "=" v[k] "; FL_KEYS=\"$FL_KEYS G_" k "\"" }' "$@")"
 }
 
+# A t0 for the *_since functions after the plugin's last read so far: its
+# values are left out, the next read's are in. (date +%s is not: with reads
+# every 0.5 s, the read before it can fall in the same second, and a
+# delay cell once took the end of the traffic before it for its own.)
+# A quarter of a second past it: the values of one read are dispatched
+# within milliseconds, the next read comes an interval later.
+after_last_read() {
+  awk -F, '/^[0-9]/ && $1 > m { m = $1 } END { printf "%.3f\n", m + 0.25 }' \
+    "$CSV"/*/ebpf-*-*/gauge-flavour-* 2>/dev/null
+}
 max_since() { # plugin-instance type-instance t0 -> largest value since t0
   awk -F, -v t0="$3" '/^[0-9]/ && $1 >= t0 && $2 !~ /nan/ && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' \
     "$CSV"/*/"$1"/"$2"-[0-9][0-9][0-9][0-9]-* 2>/dev/null || echo 0

@@ -78,11 +78,12 @@ check_hol() { # mode
       settle
       b=$(ops tcp_socket_read)
       s0=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)
-      t0=$(date +%s)
+      t0=$(after_last_read)
+      tp=$(date +%s)
       # (a port in 20000-31999, below the ephemeral ports, which
       # guest-check keeps at 51000-60999: a client socket there, or its
       # TIME_WAIT, made the listener's bind fail once)
-      out=$(/opt/vm/holtraffic lo 127.0.0.1 $((20000 + (t0 + lag + try) % 12000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
+      out=$(/opt/vm/holtraffic lo 127.0.0.1 $((20000 + (tp + lag + try) % 12000)) 10 5 10 300 $lag) || echo "NOTE hol traffic incomplete: $out"
       settle
       a=$(ops tcp_socket_read)
       s1=$(val netstacklat-tcp_socket_read operations-skipped-hol_blocked)

@@ -73,7 +73,7 @@ nsl_traffic() {
   T=$((2 * M_TCP))
 
   # Injected read delay (nsl_delay): its values from here on.
-  t_delay=$(date +%s)
+  t_delay=$(after_last_read)
 }
 
 # Injected read delay (where tcp_socket_read attached): every read waits
