@@ -138,6 +138,29 @@ struct nsl_stripe {
 };
 #define NSL_STRIPE_SIZE 1728
 
+/* GroupBy: each CPU's own histograms of NSL_FRONT_WAYS groups per hook,
+ * its ways (netstacklat_fronts, per CPU, one value per hook), so that the
+ * groups a CPU counts most are added to with plain adds on lines no other
+ * CPU writes, without the group table's lookup. A way is taken by the first group that counts on
+ * the CPU while it is free, and kept while the group lives; user space
+ * adds it to the group's values at every read. key: the group (the cgroup
+ * id without its slot, or the interface's), 0 while free. Its counts are
+ * the CPU's since the way was taken (never moved, so no read sees them
+ * twice or not at all). 6,752 bytes per hook and possible CPU. */
+#define NSL_FRONT_WAYS 4
+struct nsl_front {
+  __u64 key[NSL_FRONT_WAYS];
+  struct nsl_hist h[NSL_FRONT_WAYS];
+};
+
+/* A way's release, written by user space when the group it holds is gone
+ * (netstacklat_front_release, at cpu * NSL_NHOOKS + hook): the program
+ * that next finds key[w] in way w frees it (zeroes it) before counting,
+ * and never gives that way to that group again. */
+struct nsl_front_release {
+  __u64 key[NSL_FRONT_WAYS];
+};
+
 /* Fine bucket of a latency in ns (plugin/common/hist.c's hist_fine_of(), which
  * a unit test checks it against): with x = ns - 1 and e = floor(log2(x)),
  * 0 for ns <= 512, else 1 + 16 (e - 9) + the 4 bits of x below its top

@@ -34,8 +34,12 @@ const struct test_switch_info test_switches[TEST_SWITCHES] = {
     [TEST_STRIPES] = {"EBPF_TEST_STRIPES", NULL,
                       "netstacklat's GroupBy values get this many stripes "
                       "(1, 2, 4, 8 or 16): fewer than the CPUs makes them "
-                      "share stripes and add atomically, as on a host with "
-                      "more than 16 CPUs"},
+                      "share stripes and add atomically (the groups "
+                      "beyond a CPU's ways), as on a host with more than "
+                      "16 CPUs"},
+    [TEST_NO_WAYS] = {"EBPF_TEST_NO_WAYS", NULL,
+                      "netstacklat's GroupBy counts every group in the "
+                      "stripes: no CPU has ways of its own"},
 };
 
 static bool is_choice(const char *choices, const char *v) {

@@ -19,6 +19,7 @@ enum test_switch {
   TEST_OWNERS,        /* EBPF_TEST_OWNERS=proc */
   TEST_STALLED_SCAN,  /* EBPF_TEST_STALLED_SCAN=iter|sock_diag|marks */
   TEST_STRIPES,       /* EBPF_TEST_STRIPES=<power of two up to 16> */
+  TEST_NO_WAYS,       /* EBPF_TEST_NO_WAYS=1 */
   TEST_SWITCHES
 };
 

@@ -202,6 +202,84 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
   return n;
 }
 
+/* The CPUs' ways (fronts.c) as they are read: each added to its (hook,
+ * group) among the first n0 of cur, else to one of extra (a group whose
+ * entries are only in ways: its table entry gone since the way was
+ * taken). */
+struct front_merge {
+  struct group_prev *cur;
+  size_t n0;
+  struct group_prev *extra;
+  size_t nextra, cap;
+  bool oom;
+};
+
+static void front_add(void *ctx, __u32 hook, __u64 group,
+                      const struct nsl_hist *h) {
+  struct front_merge *m = ctx;
+  struct nsl_group_key k = {.group = group, .hook = hook};
+  struct group_prev *p = bsearch(&k, m->cur, m->n0, sizeof(*m->cur), cmp_gkey);
+  for (size_t i = 0; !p && i < m->nextra; i++)
+    if (!cmp_gkey(&k, &m->extra[i]))
+      p = &m->extra[i];
+  if (!p) {
+    if (h->count == 0 && /* every timed event is counted */
+        !memcmp(h->skipped, (struct nsl_hist){0}.skipped, sizeof(h->skipped)))
+      return; /* no event yet */
+    if (m->nextra == m->cap) {
+      size_t cap = m->cap ? 2 * m->cap : 8;
+      struct group_prev *e = realloc(m->extra, cap * sizeof(*e));
+      if (!e) {
+        m->oom = true;
+        return;
+      }
+      m->extra = e;
+      m->cap = cap;
+    }
+    p = &m->extra[m->nextra++];
+    memset(p, 0, sizeof(*p));
+    p->key = k;
+  }
+  nsl_add_hist(&p->h, h);
+}
+
+/* Add the CPUs' ways to cur[0..*n) (sorted), growing it (s->gspare) for
+ * groups found only there. Returns cur, or NULL when the ways could not
+ * be read or memory ran out (this interval's grouped values are left
+ * out: a group read without its ways would go back). */
+static struct group_prev *fronts_merge(struct nsl_state *s,
+                                       struct group_prev *cur, size_t *n) {
+  struct front_merge m = {.cur = cur, .n0 = *n};
+  int err = nsl_fronts_read(s, front_add, &m);
+  if (err || m.oom) {
+    static bool warned;
+    if (!warned)
+      E_WARNING("netstacklat: reading the CPUs' ways failed (%s); this "
+                "interval's grouped values are left out. Said once.",
+                err ? ERRSTR(errno) : "out of memory");
+    warned = true;
+    free(m.extra);
+    return NULL;
+  }
+  if (m.nextra) {
+    size_t room = *n + m.nextra;
+    if (room > s->gspare_cap) {
+      struct group_prev *g = realloc(s->gspare, room * sizeof(*g));
+      if (!g) {
+        free(m.extra);
+        return NULL;
+      }
+      s->gspare = cur = g;
+      s->gspare_cap = room;
+    }
+    memcpy(cur + *n, m.extra, m.nextra * sizeof(*cur));
+    *n = room;
+    qsort(cur, *n, sizeof(*cur), cmp_gkey);
+  }
+  free(m.extra);
+  return cur;
+}
+
 /* cur->inst: "<hook>-<gname>", kept from the previous interval's p while
  * the group keeps its name (gname, from group_name()), else made again. */
 static void group_inst(struct group_prev *cur, const struct group_prev *p,
@@ -486,6 +564,7 @@ static size_t dispatch_groups(struct nsl_state *s, int fd,
        * new groups, and its counters forgotten (a group made again later
        * starts from zero). */
       nsl_other_gone(s, fd, &cur[i].key, &cur[i].h, p ? &p->h : NULL);
+      nsl_fronts_release(s, cur[i].key.hook, cur[i].key.group);
       continue;
     }
     if (other) {
@@ -530,6 +609,8 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
     return;
   if (s->cgslots.slot)
     n = cg_slots_merge(s, cur, n);
+  if (s->fronts && !(cur = fronts_merge(s, cur, &n)))
+    return;
   if (s->cfg.groupby == NSL_GROUP_INTERFACE) {
     uint64_t *groups = malloc((n ? n : 1) * sizeof(*groups));
     for (size_t i = 0; groups && i < n; i++)

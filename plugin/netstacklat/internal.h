@@ -93,6 +93,14 @@ struct nsl_state {
   /* GroupBy's stripes per value (struct nsl_stripe): the possible CPUs
    * rounded up to a power of two, at most NSL_STRIPES_MAX. */
   int stripes;
+  /* CPUs share stripes, GroupBy on: each CPU's ways (netstacklat_fronts)
+   * are read and added to their groups' values; rel[(cpu * NSL_NHOOKS +
+   * hook) * NSL_FRONT_WAYS + way]: the release last written there (the
+   * group that way held when it went), NULL until the first. */
+  bool fronts;
+  __u64 *front_rel;
+  __u64 *front_keys; /* the group of each way at the last read, as rel */
+  void *front_buf;   /* a hook's ways of every CPU, as a lookup gives them */
   int ts_sock; /* the SO_TIMESTAMPING socket, or -1 */
   struct netns netns;
   /* "Now" in BPF: the clock chosen at init, plus REALTIME minus that
@@ -214,6 +222,17 @@ void nsl_set_clock_offset(struct nsl_state *s);
 
 /* out: the sum of ncpus per-CPU histograms (the buckets modulo 2^32, as
  * the BPF side counts them). */
+/* fronts.c: each CPU's ways where CPUs share stripes. */
+typedef void (*nsl_front_add_fn)(void *ctx, __u32 hook, __u64 group,
+                                 const struct nsl_hist *h);
+int nsl_fronts_init(struct nsl_state *s);
+void nsl_fronts_free(struct nsl_state *s);
+int nsl_fronts_read(struct nsl_state *s, nsl_front_add_fn add, void *ctx);
+void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group);
+
+/* out += h (read.c). */
+void nsl_add_hist(struct nsl_hist *restrict out,
+                  const struct nsl_hist *restrict h);
 void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
                   struct nsl_hist *out);
 

@@ -67,6 +67,13 @@ static void set_settings(struct nsl_state *s) {
   nsl_set_clock_offset(s);
 }
 
+/* The CPUs' ways, unused (no GroupBy): one value of 8 bytes per CPU
+ * instead of 6,752 per hook. */
+static void no_fronts(struct rx_bpf *skel) {
+  bpf_map__set_max_entries(skel->maps.netstacklat_fronts, 1);
+  bpf_map__set_value_size(skel->maps.netstacklat_fronts, 8);
+}
+
 /* GroupBy's values: S stripes (struct nsl_stripe), a CPU writing stripe
  * cpu & (S - 1); CPUs share stripes, adding atomically, only past
  * NSL_STRIPES_MAX possible CPUs (or with EBPF_TEST_STRIPES). */
@@ -77,6 +84,14 @@ static void size_stripes(struct nsl_state *s) {
   skel->rodata->targ_stripes_shared = s->ncpus > s->stripes;
   bpf_map__set_value_size(skel->maps.netstacklat_grouped_seconds, value);
   bpf_map__set_value_size(skel->maps.netstacklat_cgroup_slots, value);
+  /* With GroupBy, each CPU's ways (struct nsl_front): 6,752 bytes per
+   * hook and possible CPU, and a release per hook and CPU. */
+  skel->rodata->targ_fronts = s->fronts;
+  if (s->fronts)
+    bpf_map__set_max_entries(skel->maps.netstacklat_front_release,
+                             (__u32)s->ncpus * NSL_NHOOKS);
+  else
+    no_fronts(skel);
 }
 
 static int stripes_for(int ncpus) {
@@ -188,6 +203,7 @@ void nsl_rx_open(void *ctx, struct rx_bpf *skel, bool joined) {
   if (!joined) {
     skel->rodata->nsl_hooks = 0;
     open_out(skel);
+    no_fronts(skel);
     return;
   }
   s->skel = skel;
@@ -479,6 +495,21 @@ int nsl_prepare(struct nsl_state *s) {
     return s->ncpus ? s->ncpus : -EINVAL;
   }
   s->stripes = stripes_for(s->ncpus);
+  s->fronts = cfg->groupby != NSL_GROUP_NONE && !test_switch(TEST_NO_WAYS);
+  if ((err = nsl_fronts_init(s)) != 0) {
+    E_WARNING("netstacklat: out of memory for the CPUs' ways.");
+    return err;
+  }
+  if (s->fronts)
+    E_INFO("netstacklat: GroupBy: each CPU counts the first %d groups of a "
+           "hook it sees in histograms of its own (%.1f MiB of kernel memory "
+           "for %d possible CPUs), the others in %d stripes%s.",
+           NSL_FRONT_WAYS,
+           (double)s->ncpus * NSL_NHOOKS * sizeof(struct nsl_front) /
+               1048576.0,
+           s->ncpus, s->stripes,
+           s->ncpus > s->stripes ? " that CPUs share, adding atomically"
+                                 : ", one per CPU");
   want_hooks(s);
   bool cg_storage = false, cg_hash = false, cg_anc = false;
   if (by_cgroup) {

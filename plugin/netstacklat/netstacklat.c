@@ -122,6 +122,7 @@ static void netstacklat_shutdown(void) {
   s->tr_cap = 0;
   free(s->gspare);
   s->gspare = NULL;
+  nsl_fronts_free(s);
   s->gspare_cap = s->gprev_cap = 0;
   s->groups_shared = 0;
   newnames_free(&s->names);

@@ -30,8 +30,8 @@ static const char *const skip_names[NSL_NSKIPS] = {
 /* out += h; restrict: out is never h, so the bucket loop is vectorized at
  * -O2 (16 stripes x 903 entries of a full table, 5.8 million additions a
  * read). */
-static inline void add_hist(struct nsl_hist *restrict out,
-                            const struct nsl_hist *restrict h) {
+void nsl_add_hist(struct nsl_hist *restrict out,
+                  const struct nsl_hist *restrict h) {
   for (int k = 0; k < NSL_NFINE; k++)
     out->bucket[k] += h->bucket[k]; /* modulo 2^32, as the reads */
   out->sum_ns += h->sum_ns;
@@ -44,14 +44,14 @@ void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
                   struct nsl_hist *out) {
   memset(out, 0, sizeof(*out));
   for (int c = 0; c < ncpus; c++)
-    add_hist(out, &percpu[c]);
+    nsl_add_hist(out, &percpu[c]);
 }
 
 void nsl_sum_stripes(int n, const struct nsl_stripe *restrict v,
                      struct nsl_hist *restrict out) {
   memset(out, 0, sizeof(*out));
   for (int c = 0; c < n; c++)
-    add_hist(out, &v[c].h);
+    nsl_add_hist(out, &v[c].h);
 }
 
 /* A skip reason that only one hook with one setting can have is

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* GroupBy where CPUs share stripes (more possible CPUs than
+ * NSL_STRIPES_MAX): each CPU's ways (netstacklat_fronts, struct nsl_front
+ * in bpf/netstacklat/netstacklat.h), the histograms of the groups it
+ * counts into on lines of its own. Read at every interval and handed to
+ * groups.c, which adds each to its (hook, group); a way whose group is
+ * gone is released (netstacklat_front_release), so that the CPU gives it
+ * to another group. */
+#include "netstacklat/internal.h"
+#include "rx.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t way_at(const struct nsl_state *s, int cpu, __u32 hook, int w) {
+  return ((size_t)cpu * NSL_NHOOKS + hook) * NSL_FRONT_WAYS + (size_t)w;
+}
+
+int nsl_fronts_init(struct nsl_state *s) {
+  nsl_fronts_free(s);
+  if (!s->fronts)
+    return 0;
+  size_t n = (size_t)s->ncpus * NSL_NHOOKS * NSL_FRONT_WAYS;
+  s->front_rel = calloc(n, sizeof(*s->front_rel));
+  s->front_keys = calloc(n, sizeof(*s->front_keys));
+  s->front_buf = malloc((size_t)s->ncpus * sizeof(struct nsl_front));
+  if (!s->front_rel || !s->front_keys || !s->front_buf) {
+    nsl_fronts_free(s);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void nsl_fronts_free(struct nsl_state *s) {
+  free(s->front_rel);
+  free(s->front_keys);
+  free(s->front_buf);
+  s->front_rel = s->front_keys = NULL;
+  s->front_buf = NULL;
+}
+
+/* Every way of every CPU of the hooks that run, handed to add() with its
+ * group, but a way released and not yet freed by its CPU (its counts were
+ * the gone group's last, already counted). Returns 0, or -1 when a hook's
+ * ways could not be read (this interval's grouped values are then left
+ * out, as for the table: a group read without its ways would go back). */
+int nsl_fronts_read(struct nsl_state *s, nsl_front_add_fn add, void *ctx) {
+  if (!s->fronts || !s->front_buf)
+    return 0;
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_fronts);
+  const struct nsl_front *f = s->front_buf;
+  for (__u32 h = 0; h < NSL_NHOOKS; h++) {
+    if (!s->hooks[h].wanted || s->hooks[h].flavour < 0)
+      continue;
+    if (bpf_map_lookup_elem(fd, &h, s->front_buf))
+      return -1;
+    for (int c = 0; c < s->ncpus; c++)
+      for (int w = 0; w < NSL_FRONT_WAYS; w++) {
+        __u64 k = f[c].key[w];
+        size_t at = way_at(s, c, h, w);
+        s->front_keys[at] = k;
+        if (k && s->front_rel[at] != k)
+          add(ctx, h, k, &f[c].h[w]);
+      }
+  }
+  return 0;
+}
+
+/* The group is gone: every way of hook that held it at the last read is
+ * released, one write per CPU that has one. */
+void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group) {
+  if (!s->fronts || !s->front_keys || hook >= NSL_NHOOKS)
+    return;
+  int fd = bpf_map__fd(s->skel->maps.netstacklat_front_release);
+  static bool warned;
+  for (int c = 0; c < s->ncpus; c++) {
+    __u64 *rel = &s->front_rel[way_at(s, c, hook, 0)];
+    const __u64 *keys = &s->front_keys[way_at(s, c, hook, 0)];
+    struct nsl_front_release r;
+    memcpy(r.key, rel, sizeof(r.key));
+    bool any = false;
+    for (int w = 0; w < NSL_FRONT_WAYS; w++)
+      if (keys[w] == group && rel[w] != group) {
+        r.key[w] = group;
+        any = true;
+      }
+    if (!any)
+      continue;
+    __u32 i = (__u32)c * NSL_NHOOKS + hook;
+    if (bpf_map_update_elem(fd, &i, &r, BPF_ANY) == 0) {
+      memcpy(rel, r.key, sizeof(r.key));
+    } else if (!warned) {
+      /* The way stays the group's and is read as before. */
+      E_WARNING("netstacklat: releasing CPU %d's way of a gone group "
+                "failed: %s; the way keeps the group, whose later events "
+                "there are counted in the group \"other\". Said once.",
+                c, ERRSTR(errno));
+      warned = true;
+    }
+  }
+}
