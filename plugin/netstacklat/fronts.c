@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* GroupBy where CPUs share stripes (more possible CPUs than
- * NSL_STRIPES_MAX): each CPU's ways (netstacklat_fronts, struct nsl_front
- * in bpf/netstacklat/netstacklat.h), the histograms of the groups it
- * counts into on lines of its own. Read at every interval and handed to
+/* GroupBy: each CPU's ways (netstacklat_fronts, struct nsl_front in
+ * bpf/netstacklat/netstacklat.h), the histograms of the first groups of a
+ * hook it counts, on lines of its own. Read at every interval and handed to
  * groups.c, which adds each to its (hook, group); a way whose group is
  * gone is released (netstacklat_front_release), so that the CPU gives it
  * to another group. */
@@ -90,15 +89,15 @@ void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group) {
     if (!any)
       continue;
     __u32 i = (__u32)c * NSL_NHOOKS + hook;
-    if (bpf_map_update_elem(fd, &i, &r, BPF_ANY) == 0) {
-      memcpy(rel, r.key, sizeof(r.key));
-    } else if (!warned) {
-      /* The way stays the group's and is read as before. */
+    /* Not read again either way: its counts so far were the gone group's
+     * last (read again, they would be counted in "other" twice). */
+    if (bpf_map_update_elem(fd, &i, &r, BPF_ANY) && !warned) {
       E_WARNING("netstacklat: releasing CPU %d's way of a gone group "
-                "failed: %s; the way keeps the group, whose later events "
-                "there are counted in the group \"other\". Said once.",
+                "failed: %s; the way stays the gone group's, and events "
+                "counted there are not read. Said once.",
                 c, ERRSTR(errno));
       warned = true;
     }
+    memcpy(rel, r.key, sizeof(r.key));
   }
 }

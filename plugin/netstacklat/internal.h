@@ -93,10 +93,11 @@ struct nsl_state {
   /* GroupBy's stripes per value (struct nsl_stripe): the possible CPUs
    * rounded up to a power of two, at most NSL_STRIPES_MAX. */
   int stripes;
-  /* CPUs share stripes, GroupBy on: each CPU's ways (netstacklat_fronts)
-   * are read and added to their groups' values; rel[(cpu * NSL_NHOOKS +
-   * hook) * NSL_FRONT_WAYS + way]: the release last written there (the
-   * group that way held when it went), NULL until the first. */
+  /* GroupBy (but with EBPF_TEST_NO_WAYS): each CPU's ways
+   * (netstacklat_fronts) are read and added to their groups' values;
+   * front_rel[(cpu * NSL_NHOOKS + hook) * NSL_FRONT_WAYS + way]: the
+   * release last written there (the group that way held when it went,
+   * 0 for none). */
   bool fronts;
   __u64 *front_rel;
   __u64 *front_keys; /* the group of each way at the last read, as rel */
@@ -220,9 +221,7 @@ void nsl_set_clock_offset(struct nsl_state *s);
 
 /* ---- read.c: the histograms' reads and their values */
 
-/* out: the sum of ncpus per-CPU histograms (the buckets modulo 2^32, as
- * the BPF side counts them). */
-/* fronts.c: each CPU's ways where CPUs share stripes. */
+/* fronts.c: each CPU's ways, with GroupBy. */
 typedef void (*nsl_front_add_fn)(void *ctx, __u32 hook, __u64 group,
                                  const struct nsl_hist *h);
 int nsl_fronts_init(struct nsl_state *s);
@@ -233,6 +232,8 @@ void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group);
 /* out += h (read.c). */
 void nsl_add_hist(struct nsl_hist *restrict out,
                   const struct nsl_hist *restrict h);
+/* out: the sum of ncpus per-CPU histograms (the buckets modulo 2^32, as
+ * the BPF side counts them). */
 void nsl_sum_cpus(int ncpus, const struct nsl_hist *percpu,
                   struct nsl_hist *out);
 
