@@ -4,6 +4,7 @@
  * named by the naming rule (names two groups share told apart by their
  * paths' hashes), and each (hook, group)'s values dispatched against the
  * last read's. A group that is gone is deleted from the table. */
+#include "netstacklat/groups.h"
 #include "netstacklat/internal.h"
 #include "rx.skel.h"
 #include "core/testenv.h"
@@ -12,26 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A (hook, group) entry of an interval: its key, its histogram summed
- * over the CPUs, its values' plugin_instance and BucketBounds counters.
- * The last read's are s->gprev, sorted by key. */
-struct group_prev {
-  struct nsl_group_key key;
-  struct nsl_hist h;
-  char inst[DATA_MAX_NAME_LEN]; /* "<hook>-<group>", made when named */
-  uint64_t le[MAX_BOUNDS]; /* BucketBounds: events at or below, so far */
-  bool other; /* counted in the group "other" (no name given) */
-};
-
-/* By group, then hook: a group's hooks are next to each other, so that it
- * is looked up and named once per read. */
-static int cmp_gkey(const void *a, const void *b) {
-  const struct nsl_group_key *x = a, *y = b;
-  if (x->group != y->group)
-    return x->group < y->group ? -1 : 1;
-  return x->hook < y->hook ? -1 : x->hook > y->hook;
-}
 
 /* A key and where it is in the batch read: sorted by cmp_gkey (the key
  * comes first, as in struct group_prev). */
@@ -200,84 +181,6 @@ static size_t cg_slots_merge(struct nsl_state *s, struct group_prev *cur,
   if (n != n0)
     qsort(cur, n, sizeof(*cur), cmp_gkey);
   return n;
-}
-
-/* The CPUs' ways (fronts.c) as they are read: each added to its (hook,
- * group) among the first n0 of cur, else to one of extra (a group whose
- * entries are only in ways: its table entry gone since the way was
- * taken). */
-struct front_merge {
-  struct group_prev *cur;
-  size_t n0;
-  struct group_prev *extra;
-  size_t nextra, cap;
-  bool oom;
-};
-
-static void front_add(void *ctx, __u32 hook, __u64 group,
-                      const struct nsl_hist *h) {
-  struct front_merge *m = ctx;
-  struct nsl_group_key k = {.group = group, .hook = hook};
-  struct group_prev *p = bsearch(&k, m->cur, m->n0, sizeof(*m->cur), cmp_gkey);
-  for (size_t i = 0; !p && i < m->nextra; i++)
-    if (!cmp_gkey(&k, &m->extra[i]))
-      p = &m->extra[i];
-  if (!p) {
-    if (h->count == 0 && /* every timed event is counted */
-        !memcmp(h->skipped, (struct nsl_hist){0}.skipped, sizeof(h->skipped)))
-      return; /* no event yet */
-    if (m->nextra == m->cap) {
-      size_t cap = m->cap ? 2 * m->cap : 8;
-      struct group_prev *e = realloc(m->extra, cap * sizeof(*e));
-      if (!e) {
-        m->oom = true;
-        return;
-      }
-      m->extra = e;
-      m->cap = cap;
-    }
-    p = &m->extra[m->nextra++];
-    memset(p, 0, sizeof(*p));
-    p->key = k;
-  }
-  nsl_add_hist(&p->h, h);
-}
-
-/* Add the CPUs' ways to cur[0..*n) (sorted), growing it (s->gspare) for
- * groups found only there. Returns cur, or NULL when the ways could not
- * be read or memory ran out (this interval's grouped values are left
- * out: a group read without its ways would go back). */
-static struct group_prev *fronts_merge(struct nsl_state *s,
-                                       struct group_prev *cur, size_t *n) {
-  struct front_merge m = {.cur = cur, .n0 = *n};
-  int err = nsl_fronts_read(s, front_add, &m);
-  if (err || m.oom) {
-    static bool warned;
-    if (!warned)
-      E_WARNING("netstacklat: reading the CPUs' ways failed (%s); this "
-                "interval's grouped values are left out. Said once.",
-                err ? ERRSTR(errno) : "out of memory");
-    warned = true;
-    free(m.extra);
-    return NULL;
-  }
-  if (m.nextra) {
-    size_t room = *n + m.nextra;
-    if (room > s->gspare_cap) {
-      struct group_prev *g = realloc(s->gspare, room * sizeof(*g));
-      if (!g) {
-        free(m.extra);
-        return NULL;
-      }
-      s->gspare = cur = g;
-      s->gspare_cap = room;
-    }
-    memcpy(cur + *n, m.extra, m.nextra * sizeof(*cur));
-    *n = room;
-    qsort(cur, *n, sizeof(*cur), cmp_gkey);
-  }
-  free(m.extra);
-  return cur;
 }
 
 /* cur->inst: "<hook>-<gname>", kept from the previous interval's p while
@@ -609,7 +512,7 @@ void nsl_read_grouped(struct nsl_state *s, double elapsed) {
     return;
   if (s->cgslots.slot)
     n = cg_slots_merge(s, cur, n);
-  if (s->fronts && !(cur = fronts_merge(s, cur, &n)))
+  if (s->fronts && !(cur = nsl_fronts_merge(s, cur, &n)))
     return;
   if (s->cfg.groupby == NSL_GROUP_INTERFACE) {
     uint64_t *groups = malloc((n ? n : 1) * sizeof(*groups));

@@ -221,12 +221,10 @@ void nsl_set_clock_offset(struct nsl_state *s);
 
 /* ---- read.c: the histograms' reads and their values */
 
-/* fronts.c: each CPU's ways, with GroupBy. */
-typedef void (*nsl_front_add_fn)(void *ctx, __u32 hook, __u64 group,
-                                 const struct nsl_hist *h);
+/* fronts.c: each CPU's ways, with GroupBy (and nsl_fronts_merge(),
+ * groups.h). */
 int nsl_fronts_init(struct nsl_state *s);
 void nsl_fronts_free(struct nsl_state *s);
-int nsl_fronts_read(struct nsl_state *s, nsl_front_add_fn add, void *ctx);
 void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group);
 
 /* out += h (read.c). */
