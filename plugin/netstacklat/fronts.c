@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* GroupBy: each CPU's ways (netstacklat_fronts, struct nsl_front in
  * bpf/netstacklat/netstacklat.h), the histograms of the first groups of a
- * hook it counts, on lines of its own. Read at every interval and handed to
- * groups.c, which adds each to its (hook, group); a way whose group is
- * gone is released (netstacklat_front_release), so that the CPU gives it
- * to another group. */
+ * hook it counts, on lines of its own. Read at every interval and added to
+ * the read's (hook, group) entries (nsl_fronts_merge(), groups.h); a way
+ * whose group is gone is released (netstacklat_front_release), so that
+ * the CPU gives it to another group. */
 #include "netstacklat/groups.h"
 #include "netstacklat/internal.h"
 #include "rx.skel.h"
@@ -106,7 +106,7 @@ void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group) {
   }
 }
 
-/* The CPUs' ways (fronts.c) as they are read: each added to its (hook,
+/* The CPUs' ways as fronts_read() hands them: each added to its (hook,
  * group) among the first n0 of cur, else to one of extra (a group whose
  * entries are only in ways: its table entry gone since the way was
  * taken). */

@@ -5,9 +5,9 @@
 # the namespace of the device or socket in every hook: each flavour must
 # still pass the verifier. With one stripe for all CPUs
 # (EBPF_TEST_STRIPES=1, as past 16 CPUs), so that the CPUs' ways
-# (netstacklat_fronts) and the atomic adds are what the verifier sees, on
-# every kernel and not only in the guest of 256 possible CPUs; the other
-# GroupBy cells load the stripes of a CPU each.
+# (netstacklat_fronts) beside the shared stripes' atomic adds are what the
+# verifier sees, on every kernel and not only in the guest of 256 possible
+# CPUs; the other GroupBy cells load the ways with a stripe per CPU.
 groupby_all_loads() { # mode
   want=$(want_of "$1")
   sed -n '1,/^LoadPlugin ebpf/p' "$CD/collectd.conf" >"$CD/groupby.conf"
