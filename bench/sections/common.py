@@ -394,6 +394,16 @@ def sockperf_fields(line):
     return dict(kv.split("=") for kv in line.split("]")[1].replace(" ", "").strip(";").split(";"))
 
 
+def stop_server(srv):
+    """A sockperf sr ended as its user would (SIGINT), killed after 10 s."""
+    srv.send_signal(signal.SIGINT)
+    try:
+        srv.wait(10)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        srv.wait()
+
+
 def sockperf_pp(proto, seconds, cpu, cg=None):
     """Ping-pong of 64-byte messages on 127.0.0.1, server and client on one
     CPU. Returns rate (msg/s, valid part), p50 and avg latency (us, half
@@ -411,12 +421,7 @@ def sockperf_pp(proto, seconds, cpu, cg=None):
                           "-t", str(max(1, int(seconds))), "-m", "64"] + tcp,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          preexec_fn=pin(cpu, cg)).stdout
-    srv.send_signal(signal.SIGINT)
-    try:
-        srv.wait(10)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        srv.wait()
+    stop_server(srv)
     cpu_s = children_cpu() - c0
     res = {}
     for line in out.splitlines():

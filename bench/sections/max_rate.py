@@ -3,12 +3,11 @@
 namespace over a veth pair, with no BPF, the floor and ours."""
 import os
 import re
-import signal
 import subprocess
 import time
 
 from .common import FloorArm, NoneArm, OursArm, fmt, log, median, next_port, pin, \
-    snippet_body, write_csv
+    snippet_body, stop_server, write_csv
 
 
 def proc_stat_busy():
@@ -105,11 +104,7 @@ def one_arm(ns, secs, cpu, tx_cpu):
     b1 = proc_stat_busy()
     time.sleep(0.3)  # the reader drains its buffer
     u1 = udp_snmp()
-    srv.send_signal(signal.SIGINT)
-    try:
-        srv.wait(10)
-    except subprocess.TimeoutExpired:
-        srv.kill()
+    stop_server(srv)
     return cli, u0, u1, b0, b1
 
 

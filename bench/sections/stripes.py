@@ -7,12 +7,11 @@ adds, as on a host of at most 16 CPUs) and with one stripe for both
 host past 16 CPUs), and in the CPUs' ways (the default; one stripe for
 both beyond them)."""
 import os
-import signal
 import subprocess
 import time
 
 from .common import BpfStats, OursArm, PktFloorArm, fmt, log, measure_progs, median, \
-    next_port, pin, quantile, write_csv
+    next_port, pin, quantile, stop_server, write_csv
 
 CONF = ('<Netstacklat>\n EnableTimestamps true\n GroupBy "interface"\n'
         ' Hooks "udp_socket_enqueued"\n</Netstacklat>\n')
@@ -41,12 +40,7 @@ def blast(cpus, secs):
     for p in clis:
         p.wait()
     for _, _, srv in procs:
-        srv.send_signal(signal.SIGINT)
-        try:
-            srv.wait(10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        stop_server(srv)
 
 
 def window(ids, cpus, secs):
