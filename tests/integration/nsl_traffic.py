@@ -9,13 +9,22 @@
                                  reader sizing its buffer does
   send-udp ADDR PORT N           send N datagrams of 64 bytes, print the
                                  sending port after the first
-  recv-udp-many ADDR JSON        recv-udp for several sockets at once: JSON
+  recv-udp-after ADDR PORT N     recv-udp that reads nothing until a line
+                                 comes on stdin (the sender is done): no
+                                 read races an enqueue, so the tracepoint
+                                 flavour of udp_socket_enqueued measures
+                                 every datagram (a reader that takes one
+                                 before the handler looks makes it
+                                 skipped-raced, and GroupBy interface cannot
+                                 count it at all)
+  recv-udp-many ADDR JSON        recv-udp-after for several sockets: JSON
                                  is [[PORT, N, CGDIR], ...]; each socket is
                                  made with the process in cgroup directory
                                  CGDIR ("": where it started; a socket's
                                  cgroup is its maker's at socket(2)), then
-                                 the process goes back; receives N on each,
-                                 prints the counts (JSON)
+                                 the process goes back; after the line on
+                                 stdin receives N on each, prints the
+                                 counts (JSON)
   send-udp-many ADDR JSON        send-udp to each [PORT, N] of JSON in turn
   spin-udp ADDR PORT N CPU       receive N datagrams pinned to CPU, spinning
                                  on non-blocking reads (a reader that takes
@@ -157,9 +166,11 @@ def recv_udp_many(addr, specs):
         s = socket.socket(fam, socket.SOCK_DGRAM)
         if cgdir:
             move_to(home)
+        s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
         s.bind((addr, port))
         socks.append([s, n, 0])
     print("ready", flush=True)
+    sys.stdin.readline()  # the sender is done
     end = time.monotonic() + 20
     while any(got < n for _, n, got in socks):
         left = end - time.monotonic()
@@ -185,10 +196,14 @@ def main():
         return
     cmd, addr, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     fam = family(addr)
-    if cmd == "recv-udp":
+    if cmd in ("recv-udp", "recv-udp-after"):
         s = socket.socket(fam, socket.SOCK_DGRAM)
+        if cmd == "recv-udp-after":
+            s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
         s.bind((addr, port))
         print("ready", flush=True)
+        if cmd == "recv-udp-after":
+            sys.stdin.readline()  # the sender is done
         s.settimeout(20)
         delay = float(sys.argv[5]) / 1000.0 if len(sys.argv) > 5 else 0
         peek = len(sys.argv) > 6 and sys.argv[6] == "peek"
