@@ -60,7 +60,11 @@
  *       latency-pNN within 5% of the exact quantile of those reads' waits
  *       (rank max(1, ceil(q n)); the shortest to just before recvmsg(),
  *       the longest to just after) and latency-max from the longest wait
- *       to 6.25% above it, each +-500 ns (the csv has 6 decimals). Prints
+ *       to 6.25% above it, each +-500 ns (the csv has 6 decimals); an
+ *       end of an interval may be one read off (an event's count is
+ *       added before its bucket, and a read of the map can fall between),
+ *       so the exact quantiles are also taken with each end one read
+ *       earlier or later, and the range of them all is allowed. Prints
  *       a line per interval and "qcheck intervals I checked C reads R of
  *       N worst P%"; exit status 0 only if every check held, C >= 1 and R
  *       = N.
