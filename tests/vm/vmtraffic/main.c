@@ -67,7 +67,9 @@
  *       earlier or later, and the range of them all is allowed. Prints
  *       a line per interval and "qcheck intervals I checked C reads R of
  *       N worst P%"; exit status 0 only if every check held, C >= 1 and R
- *       = N.
+ *       = N; 2 if they held but a checked interval has a quantile with no
+ *       row yet (collectd's write threads write a read's values in
+ *       parallel: run it again after the next read); 1 otherwise.
  *
  *   vmtraffic clamp PORT SECONDS
  *       TCP bulk over 127.0.0.1: a reader thread reads (8 MiB, or for the
