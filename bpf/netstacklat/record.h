@@ -195,9 +195,9 @@ static __always_inline void front_clear(struct nsl_front *f, __u32 w) {
  * one group at once no longer write one line (make bench's stripes
  * section, 2026-12-05: +39 % to +54 % per event through a shared
  * stripe, -3 % to +7 % in ways), and a way costs less than a stripe
- * (166-184 ns a run against 230-246). The group table keeps the group's entry (made by hist_for()
- * when the way is taken), so it is named and limited by MaxGroups as
- * before; a group in "other" takes no way. */
+ * (166-184 ns a run against 230-246). The group table keeps the group's
+ * entry (made by hist_for() when the way is taken), so it is named and
+ * limited by MaxGroups as before; a group in "other" takes no way. */
 static __always_inline struct nsl_hist *hist_of(__u32 hook, __u64 group,
                                                 bool *atomic) {
   bool own;

@@ -42,15 +42,53 @@ void nsl_fronts_free(struct nsl_state *s) {
   s->front_buf = NULL;
 }
 
-typedef void (*front_add_fn)(void *ctx, __u32 hook, __u64 group,
-                             const struct nsl_hist *h);
+/* A read's entries and the CPUs' ways added to them (fronts_read()):
+ * each way to its (hook, group) among the first n0 of cur, else to one of
+ * extra (a group whose entries are only in ways: its table entry gone
+ * since the way was taken). */
+struct front_merge {
+  struct group_prev *cur;
+  size_t n0;
+  struct group_prev *extra;
+  size_t nextra, cap;
+  bool oom;
+};
 
-/* Every way of every CPU of the hooks that run, handed to add() with its
- * group, but a way released and not yet freed by its CPU (its counts were
- * the gone group's last, already counted). Returns 0, or -1 when a hook's
- * ways could not be read (this interval's grouped values are then left
- * out, as for the table: a group read without its ways would go back). */
-static int fronts_read(struct nsl_state *s, front_add_fn add, void *ctx) {
+static void front_add(struct front_merge *m, __u32 hook, __u64 group,
+                      const struct nsl_hist *h) {
+  struct nsl_group_key k = {.group = group, .hook = hook};
+  struct group_prev *p = bsearch(&k, m->cur, m->n0, sizeof(*m->cur), cmp_gkey);
+  for (size_t i = 0; !p && i < m->nextra; i++)
+    if (!cmp_gkey(&k, &m->extra[i]))
+      p = &m->extra[i];
+  if (!p) {
+    if (h->count == 0 && /* every timed event is counted */
+        !memcmp(h->skipped, (struct nsl_hist){0}.skipped, sizeof(h->skipped)))
+      return; /* no event yet */
+    if (m->nextra == m->cap) {
+      size_t cap = m->cap ? 2 * m->cap : 8;
+      struct group_prev *e = realloc(m->extra, cap * sizeof(*e));
+      if (!e) {
+        m->oom = true;
+        return;
+      }
+      m->extra = e;
+      m->cap = cap;
+    }
+    p = &m->extra[m->nextra++];
+    memset(p, 0, sizeof(*p));
+    p->key = k;
+  }
+  nsl_add_hist(&p->h, h);
+}
+
+/* Every way of every CPU of the hooks that run, added to m with its
+ * group (front_add()), but a way released and not yet freed by its CPU
+ * (its counts were the gone group's last, already counted). Returns 0, or
+ * -1 when a hook's ways could not be read (this interval's grouped values
+ * are then left out, as for the table: a group read without its ways
+ * would go back). */
+static int fronts_read(struct nsl_state *s, struct front_merge *m) {
   if (!s->fronts || !s->front_buf)
     return 0;
   int fd = bpf_map__fd(s->skel->maps.netstacklat_fronts);
@@ -66,7 +104,7 @@ static int fronts_read(struct nsl_state *s, front_add_fn add, void *ctx) {
         size_t at = way_at(s, c, h, w);
         s->front_keys[at] = k;
         if (k && s->front_rel[at] != k)
-          add(ctx, h, k, &f[c].h[w]);
+          front_add(m, h, k, &f[c].h[w]);
       }
   }
   return 0;
@@ -106,51 +144,10 @@ void nsl_fronts_release(struct nsl_state *s, __u32 hook, __u64 group) {
   }
 }
 
-/* The CPUs' ways as fronts_read() hands them: each added to its (hook,
- * group) among the first n0 of cur, else to one of extra (a group whose
- * entries are only in ways: its table entry gone since the way was
- * taken). */
-struct front_merge {
-  struct group_prev *cur;
-  size_t n0;
-  struct group_prev *extra;
-  size_t nextra, cap;
-  bool oom;
-};
-
-static void front_add(void *ctx, __u32 hook, __u64 group,
-                      const struct nsl_hist *h) {
-  struct front_merge *m = ctx;
-  struct nsl_group_key k = {.group = group, .hook = hook};
-  struct group_prev *p = bsearch(&k, m->cur, m->n0, sizeof(*m->cur), cmp_gkey);
-  for (size_t i = 0; !p && i < m->nextra; i++)
-    if (!cmp_gkey(&k, &m->extra[i]))
-      p = &m->extra[i];
-  if (!p) {
-    if (h->count == 0 && /* every timed event is counted */
-        !memcmp(h->skipped, (struct nsl_hist){0}.skipped, sizeof(h->skipped)))
-      return; /* no event yet */
-    if (m->nextra == m->cap) {
-      size_t cap = m->cap ? 2 * m->cap : 8;
-      struct group_prev *e = realloc(m->extra, cap * sizeof(*e));
-      if (!e) {
-        m->oom = true;
-        return;
-      }
-      m->extra = e;
-      m->cap = cap;
-    }
-    p = &m->extra[m->nextra++];
-    memset(p, 0, sizeof(*p));
-    p->key = k;
-  }
-  nsl_add_hist(&p->h, h);
-}
-
 struct group_prev *nsl_fronts_merge(struct nsl_state *s,
                                     struct group_prev *cur, size_t *n) {
   struct front_merge m = {.cur = cur, .n0 = *n};
-  int err = fronts_read(s, front_add, &m);
+  int err = fronts_read(s, &m);
   if (err || m.oom) {
     static bool warned;
     if (!warned)
