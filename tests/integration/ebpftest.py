@@ -306,6 +306,29 @@ def require_hook(cd, hook, feature="netstacklat"):
         l for l in log.splitlines() if "libbpf" in l or "rejected" in l or "verifier" in l)[-3000:]))
 
 
+# netstacklat's skip reasons: operations-skipped-<reason>, beside operations.
+NSL_SKIPS = ("no_timestamp", "not_rx_timestamp", "future", "map_full", "hol_blocked", "raced")
+
+
+def nsl_ops(cd, inst):
+    """The latest netstacklat-<inst>/operations (events measured), or None."""
+    v = cd.latest("netstacklat-%s/operations" % inst)
+    return v[1] if v else None
+
+
+def nsl_seen(cd, inst):
+    """Events the hook saw: measured plus skipped, whatever the reason (a
+    datagram the tracepoint flavour of udp_socket_enqueued found already
+    read is skipped-raced). None before the first value."""
+    n = nsl_ops(cd, inst)
+    if n is None:
+        return None
+    for r in NSL_SKIPS:
+        v = cd.latest("netstacklat-%s/operations-skipped-%s" % (inst, r))
+        n += v[1] if v else 0
+    return n
+
+
 def held_prog_ids(pid):
     ids = set()
     for fd in glob.glob("/proc/%d/fdinfo/*" % pid):
